@@ -1,0 +1,195 @@
+/**
+ * The mailbox janitor: config -> pending deletions file -> HTTP server -> purger and toucher tick
+ * loops. SIGTERM/SIGINT: stop accepting, let the running step finish, exit 0.
+ */
+import { resolve } from "node:path";
+import { pino } from "pino";
+import { type Config, ConfigError, formatDuration, loadConfig } from "./config.ts";
+import { PendingStore } from "./pending.ts";
+import { Purger } from "./purger.ts";
+import { createJanitorServer } from "./server.ts";
+import { Toucher } from "./toucher.ts";
+
+/** Exit code for configuration errors (sysexits EX_CONFIG); the systemd unit does not restart on it. */
+const EXIT_CONFIG = 78;
+/** How long shutdown waits for a running purge command before ending it. */
+const SHUTDOWN_GRACE_MS = 20_000;
+/** setTimeout cannot wait longer than this in one go. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+const USAGE = `mailbox-janitor: purges mailboxes of deleted users and touches forwarding-only users.
+Configured through environment variables (see docs/janitor.md):
+  WEBHOOK_SECRET (required)        secret of the webhook endpoint on the service
+  USERLI_URL (required)            base URL of the account service
+  USERLI_TOKEN (required)          API token with scope retention
+  TOUCHER_SIEVE_LOCATION (required) Sieve script path; {domain} and {local_part} are substituted
+  TOUCHER_USE_SUDO=false           read Sieve scripts through "sudo -n cat"
+  TOUCHER_TICK_INTERVAL=24h        how often inactive users are checked
+  PURGER_COMMAND=true              /bin/sh command purging a mailbox; {email} {domain} {local_part}
+  PURGER_COMMAND_TIMEOUT=10m       a purge command running longer is killed (and retried later)
+  PURGER_RETENTION_HOURS=24        hours between deletion and purge
+  PURGER_TICK_INTERVAL=1h          how often due mailboxes are purged
+  PURGER_DATABASE_PATH=./mailboxes.csv  file of pending deletions
+  LISTEN_ADDR=:8080                HTTP listen address (host:port, [v6]:port, :port)
+  LOG_LEVEL=info                   debug, info, warn or error
+`;
+
+/** Sleeps, waking early when the signal aborts; handles waits longer than one timer can hold. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((done) => {
+    if (signal.aborted) {
+      done();
+      return;
+    }
+    const until = Date.now() + ms;
+    let timer: NodeJS.Timeout;
+    const finish = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", finish);
+      done();
+    };
+    const arm = () => {
+      const left = until - Date.now();
+      if (left <= 0) finish();
+      else timer = setTimeout(arm, Math.min(left, MAX_TIMER_MS));
+    };
+    signal.addEventListener("abort", finish, { once: true });
+    arm();
+  });
+}
+
+/** Environment for purge commands: ours without the secrets. */
+function commandEnvironment(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env["WEBHOOK_SECRET"];
+  delete env["USERLI_TOKEN"];
+  return env;
+}
+
+function safeUrl(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`.replace(/\/+$/, "");
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes("--help") || process.argv.includes("-h")) {
+    process.stdout.write(USAGE);
+    return;
+  }
+
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`config error: ${error.message}\n`);
+      process.exit(EXIT_CONFIG);
+    }
+    throw error;
+  }
+
+  const logger = pino({
+    level: config.logLevel,
+    base: { pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  });
+  const fail = (message: string, error: unknown): never => {
+    logger.fatal({ err: error instanceof Error ? error.message : String(error) }, message);
+    process.exit(1);
+  };
+
+  const store = new PendingStore(resolve(config.purgerDatabasePath));
+  try {
+    await store.init();
+  } catch (error) {
+    fail(`cannot use the pending deletions file ${store.path}`, error);
+  }
+
+  const purger = new Purger({
+    command: config.purgerCommand,
+    timeoutMs: config.purgerCommandTimeoutMs,
+    retentionHours: config.purgerRetentionHours,
+    store,
+    logger,
+    env: commandEnvironment(),
+  });
+  const toucher = new Toucher({
+    baseUrl: config.userliUrl,
+    token: config.userliToken,
+    sieveLocation: config.toucherSieveLocation,
+    useSudo: config.toucherUseSudo,
+    logger,
+  });
+  const server = createJanitorServer({ secret: config.webhookSecret, store, purger, logger });
+
+  await new Promise<void>((listening) => {
+    server.once("error", (error) => fail("cannot listen", error));
+    server.listen({ host: config.listen.host, port: config.listen.port }, listening);
+  });
+  const bound = server.address();
+  logger.info(
+    {
+      address: typeof bound === "object" && bound ? bound.address : bound,
+      port: typeof bound === "object" && bound ? bound.port : config.listen.port,
+      databasePath: store.path,
+      retentionHours: config.purgerRetentionHours,
+      purgerTickInterval: formatDuration(config.purgerTickIntervalMs),
+      purgerCommand: config.purgerCommand,
+      purgerCommandTimeout: formatDuration(config.purgerCommandTimeoutMs),
+      toucherTickInterval: formatDuration(config.toucherTickIntervalMs),
+      sieveLocation: config.toucherSieveLocation,
+      useSudo: config.toucherUseSudo,
+      serviceUrl: safeUrl(config.userliUrl),
+    },
+    "listening",
+  );
+
+  const stopping = new AbortController();
+  const loop = async (name: string, intervalMs: number, step: (signal: AbortSignal) => Promise<unknown>) => {
+    while (!stopping.signal.aborted) {
+      try {
+        await step(stopping.signal);
+      } catch (error) {
+        logger.error(
+          { component: name, err: error instanceof Error ? error.message : String(error) },
+          `${name} tick failed`,
+        );
+      }
+      await sleep(intervalMs, stopping.signal);
+    }
+  };
+  const loops = Promise.all([
+    loop("purger", config.purgerTickIntervalMs, (signal) => purger.tick(signal)),
+    loop("toucher", config.toucherTickIntervalMs, (signal) => toucher.tick(signal)),
+  ]);
+
+  let shuttingDown = false;
+  const shutdown = async (signal: string) => {
+    if (shuttingDown) {
+      logger.warn({ signal }, "second signal: exiting at once");
+      process.exit(1);
+    }
+    shuttingDown = true;
+    logger.info({ signal }, "shutting down");
+    stopping.abort();
+    purger.stop();
+    const closed = new Promise<void>((done) => server.close(() => done()));
+    server.closeIdleConnections();
+    const grace = setTimeout(() => {
+      logger.warn("purge command still running at shutdown: ending it; its entry stays for the next start");
+      purger.killRunning();
+    }, SHUTDOWN_GRACE_MS);
+    await closed;
+    await loops;
+    await purger.idle();
+    clearTimeout(grace);
+    await store.close();
+    logger.info("stopped");
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+await main();
