@@ -1,0 +1,95 @@
+import { randomInt, timingSafeEqual } from "node:crypto";
+import type { CryptoPool } from "./crypto-pool.ts";
+import { legacyCrypt } from "./legacy-crypt.ts";
+import { sodium } from "./sodium.ts";
+
+// Symfony's sodium hasher defaults: max(4, OPSLIMIT_INTERACTIVE) and max(64 MiB, MEMLIMIT_INTERACTIVE).
+const OPSLIMIT = 4;
+const MEMLIMIT = 67108864;
+const CURRENT_PREFIX = "$argon2id$v=19$m=65536,t=4,p=1$";
+const MAX_PASSWORD_BYTES = 4096;
+
+/** Hash of a random password nobody knows, with the current parameters: the unknown-user decoy. */
+const DUMMY_HASH =
+  "$argon2id$v=19$m=65536,t=4,p=1$ehd6RlcKSlTD+8p6le1U2w$BMfeaO3nYCDrPueeMqwFgTzm1ejRZCHhHhbP+pNpAf8";
+
+export class PasswordPolicyError extends Error {
+  override name = "PasswordPolicyError";
+}
+
+export interface PasswordCheck {
+  valid: boolean;
+  needsRehash: boolean;
+}
+
+const INVALID: PasswordCheck = { valid: false, needsRehash: false };
+
+function acceptableLength(plain: unknown): plain is string {
+  if (typeof plain !== "string" || plain.length === 0) return false;
+  return Buffer.byteLength(plain, "utf8") <= MAX_PASSWORD_BYTES;
+}
+
+/** Argon2id PHC string (`$argon2id$v=19$m=65536,t=4,p=1$...`) via libsodium on the thread pool. */
+export async function hashPassword(plain: string, pool: CryptoPool): Promise<string> {
+  if (typeof plain !== "string" || plain.length === 0) throw new PasswordPolicyError("password is empty");
+  if (Buffer.byteLength(plain, "utf8") > MAX_PASSWORD_BYTES) {
+    throw new PasswordPolicyError(`password is longer than ${MAX_PASSWORD_BYTES} bytes`);
+  }
+  const out = Buffer.alloc(sodium.crypto_pwhash_STRBYTES);
+  await pool.run(() => sodium.crypto_pwhash_str_async(out, Buffer.from(plain, "utf8"), OPSLIMIT, MEMLIMIT));
+  const end = out.indexOf(0);
+  return out.toString("ascii", 0, end === -1 ? out.length : end);
+}
+
+async function verifyArgon2(plain: string, hash: string, pool: CryptoPool): Promise<boolean> {
+  // libsodium wants the string NUL-terminated in a buffer of exactly STRBYTES.
+  const encoded = Buffer.from(hash, "utf8");
+  if (encoded.length >= sodium.crypto_pwhash_STRBYTES) return false;
+  const str = Buffer.alloc(sodium.crypto_pwhash_STRBYTES);
+  encoded.copy(str);
+  return pool.run(() => sodium.crypto_pwhash_str_verify_async(str, Buffer.from(plain, "utf8")));
+}
+
+async function verifyCrypt(plain: string, hash: string, pool: CryptoPool): Promise<boolean> {
+  const computed = await pool.run(() => legacyCrypt(plain, hash));
+  if (computed === null) return false;
+  const a = Buffer.from(computed, "utf8");
+  const b = Buffer.from(hash, "utf8");
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * Checks a password against Argon2id/Argon2i PHC strings and the crypt formats `$6$`, `$5$`, `$1$`,
+ * `$2y$`/`$2a$`/`$2b$`. Never throws for bad input: empty, over-long, unknown or garbage ⇒ invalid.
+ * `needsRehash` is set for a valid password whose hash is not Argon2id with the current parameters.
+ */
+export async function verifyPassword(plain: string, hash: string, pool: CryptoPool): Promise<PasswordCheck> {
+  if (!acceptableLength(plain) || typeof hash !== "string") return INVALID;
+  let valid: boolean;
+  if (hash.startsWith("$argon2id$") || hash.startsWith("$argon2i$"))
+    valid = await verifyArgon2(plain, hash, pool);
+  else if (/^\$(?:1|5|6|2[aby])\$/.test(hash)) valid = await verifyCrypt(plain, hash, pool);
+  else return INVALID;
+  if (!valid) return INVALID;
+  return { valid: true, needsRehash: !hash.startsWith(CURRENT_PREFIX) };
+}
+
+/**
+ * The same Argon2id work as checking a real user's password, for a user that does not exist, so that
+ * response times do not reveal which addresses exist. Inputs a real check rejects early are rejected
+ * here just as early.
+ */
+export async function verifyDummy(plain: string, pool: CryptoPool): Promise<false> {
+  if (acceptableLength(plain)) await verifyArgon2(plain, DUMMY_HASH, pool);
+  return false;
+}
+
+// The reference's alphabet for deleted users' passwords (it lacks v and V).
+const UNUSABLE_ALPHABET = "abcdefghijklmnopqrstuwxyzABCDEFGHIJKLMNOPQRSTUWXYZ0123456789,;.:?!";
+
+/** 45 random characters nobody knows: what a deleted user's password becomes (~270 bits). */
+export function randomUnusablePassword(): string {
+  let out = "";
+  for (let i = 0; i < 45; i++) out += UNUSABLE_ALPHABET[randomInt(UNUSABLE_ALPHABET.length)];
+  return out;
+}
