@@ -1,0 +1,91 @@
+import { availableParallelism } from "node:os";
+
+/** Everything the service reads from its environment, validated once at start. */
+export interface Config {
+  listen: { host: string; port: number };
+  databaseUrl: string;
+  databasePoolSize: number;
+  logLevel: LogLevel;
+  metricsToken: string | null;
+  cryptoPoolSize: number;
+  jobsEnabled: boolean;
+  /** Seconds between webhook attempts after each failure; then the delivery is marked failed. */
+  webhookRetryDelays: number[];
+}
+
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+const logLevels: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+/** A configuration problem: its message is one line naming the variable. */
+export class ConfigError extends Error {}
+
+export const defaultDatabaseUrl = "sqlite:./var/data.sqlite";
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    listen: parseListenAddr(env.LISTEN_ADDR ?? "127.0.0.1:8000"),
+    databaseUrl: parseDatabaseUrl(env.DATABASE_URL || defaultDatabaseUrl),
+    databasePoolSize: parsePositiveInt("DATABASE_POOL_SIZE", env.DATABASE_POOL_SIZE, 10),
+    logLevel: parseLogLevel(env.LOG_LEVEL ?? "info"),
+    metricsToken: env.METRICS_TOKEN ? env.METRICS_TOKEN : null,
+    cryptoPoolSize: parsePositiveInt("CRYPTO_POOL_SIZE", env.CRYPTO_POOL_SIZE, availableParallelism()),
+    jobsEnabled: parseBoolean("JOBS_ENABLED", env.JOBS_ENABLED, true),
+    webhookRetryDelays: parseDelays("WEBHOOK_RETRY_DELAYS", env.WEBHOOK_RETRY_DELAYS ?? "10,60,360"),
+  };
+}
+
+export function parseListenAddr(value: string): { host: string; port: number } {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:]*)):(\d{1,5})$/.exec(value.trim());
+  const port = match ? Number(match[3]) : Number.NaN;
+  if (!match || port > 65535) {
+    throw new ConfigError(`LISTEN_ADDR: expected host:port, got "${value}"`);
+  }
+  const host = match[1] ?? match[2] ?? "";
+  return { host: host === "" ? "0.0.0.0" : host, port };
+}
+
+function parseDatabaseUrl(value: string): string {
+  if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/|mysql:\/\/|mariadb:\/\/)/.test(value)) {
+    throw new ConfigError(
+      `DATABASE_URL: unsupported scheme in "${redactUrl(value)}" (use sqlite:, postgres:// or mysql://)`,
+    );
+  }
+  return value;
+}
+
+function parseLogLevel(value: string): LogLevel {
+  const level = value.toLowerCase() as LogLevel;
+  if (!logLevels.includes(level)) {
+    throw new ConfigError(`LOG_LEVEL: expected one of ${logLevels.join(", ")}, got "${value}"`);
+  }
+  return level;
+}
+
+function parsePositiveInt(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < 1) {
+    throw new ConfigError(`${name}: expected a positive whole number, got "${value}"`);
+  }
+  return Number(value);
+}
+
+function parseBoolean(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === "") return fallback;
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  if (/^(0|false|no|off)$/i.test(value)) return false;
+  throw new ConfigError(`${name}: expected true or false, got "${value}"`);
+}
+
+function parseDelays(name: string, value: string): number[] {
+  const parts = value.split(",").map((part) => part.trim());
+  if (value.trim() === "") return [];
+  if (!parts.every((part) => /^\d{1,7}$/.test(part))) {
+    throw new ConfigError(`${name}: expected comma-separated seconds like 10,60,360, got "${value}"`);
+  }
+  return parts.map(Number);
+}
+
+/** Hides the password of a connection URL so it can be printed. */
+export function redactUrl(url: string): string {
+  return url.replace(/(\/\/[^:/@]*:)[^@/]*@/, "$1***@");
+}

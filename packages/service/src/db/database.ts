@@ -1,0 +1,73 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import BetterSqlite3 from "better-sqlite3";
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
+import type { Database } from "./schema.ts";
+
+export type DialectName = "sqlite" | "postgres" | "mysql";
+
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  dialect: DialectName;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  poolSize?: number;
+}
+
+/** The one place that knows which dialect a DATABASE_URL means. */
+export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<DatabaseHandle> {
+  const poolSize = options.poolSize ?? 10;
+  if (url.startsWith("sqlite:")) return openSqlite(url.slice("sqlite:".length));
+  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, poolSize);
+  if (/^(mysql|mariadb):\/\//.test(url)) return openMysql(url, poolSize);
+  throw new Error("unsupported DATABASE_URL scheme");
+}
+
+function openSqlite(path: string): DatabaseHandle {
+  const file = path.replace(/^\/\/(?=\/)/, "");
+  const memory = file === ":memory:" || file === "";
+  if (!memory) mkdirSync(dirname(resolve(file)), { recursive: true });
+  const sqlite = new BetterSqlite3(memory ? ":memory:" : file);
+  // WAL lets readers proceed during a write; a busy timeout covers other processes (the console).
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("synchronous = NORMAL");
+  sqlite.pragma("foreign_keys = ON");
+  sqlite.pragma("busy_timeout = 5000");
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, dialect: "sqlite", close: () => db.destroy() };
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {
+  const pg = (await import("pg")).default;
+  // BIGINT (our Unix times) and COUNT(*) come back as strings by default; they fit a JS number.
+  pg.types.setTypeParser(20, (value: string) => Number(value));
+  const pool = new pg.Pool({
+    connectionString: url.replace(/^postgresql:/, "postgres:"),
+    max: poolSize,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30000,
+    query_timeout: 10000,
+  });
+  // An idle client that loses its connection emits 'error'; without a listener that kills the process.
+  pool.on("error", () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: "postgres", close: () => db.destroy() };
+}
+
+async function openMysql(url: string, poolSize: number): Promise<DatabaseHandle> {
+  const mysql = await import("mysql2");
+  const pool = mysql.createPool({
+    uri: url.replace(/^mariadb:/, "mysql:"),
+    connectionLimit: poolSize,
+    connectTimeout: 5000,
+    charset: "utf8mb4",
+    timezone: "Z",
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+  });
+  pool.on("connection", (connection) => connection.on("error", () => {}));
+  const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
+  return { db, dialect: "mysql", close: () => db.destroy() };
+}

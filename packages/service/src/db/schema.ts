@@ -1,0 +1,147 @@
+import type { ColumnType, Generated } from "kysely";
+
+/**
+ * Table types. Conventions, the same on every dialect:
+ * - times are whole Unix seconds (BIGINT): no time-zone ambiguity, cheap to compare;
+ * - flags are written as 0/1 and read back as boolean or number depending on the driver
+ *   (PostgreSQL BOOLEAN, MariaDB TINYINT(1), SQLite INTEGER): read them through `flag()`;
+ * - lists and objects are JSON text, parsed in the store.
+ */
+export type Flag = ColumnType<boolean | number, 0 | 1, 0 | 1>;
+export type UnixTime = number;
+
+export interface DomainTable {
+  id: Generated<number>;
+  name: string;
+  created_at: UnixTime;
+  updated_at: UnixTime;
+}
+
+export interface UserTable {
+  id: Generated<number>;
+  email: string;
+  domain_id: number;
+  password: string;
+  roles: string;
+  password_change_required: Flag;
+  quota: number | null;
+  smtp_quota_per_hour: number | null;
+  smtp_quota_per_day: number | null;
+  mail_crypt: Flag;
+  mail_crypt_public_key: string | null;
+  mail_crypt_secret_box: string | null;
+  recovery_secret_box: string | null;
+  recovery_start_time: UnixTime | null;
+  totp_secret: string | null;
+  totp_confirmed: Flag;
+  totp_backup_codes: string;
+  totp_last_step: number | null;
+  last_login_time: UnixTime | null;
+  created_at: UnixTime;
+  updated_at: UnixTime;
+  deleted: Flag;
+}
+
+export interface AliasTable {
+  id: Generated<number>;
+  source: string;
+  domain_id: number;
+  destinations: string;
+  user_id: number | null;
+  smtp_quota_per_hour: number | null;
+  smtp_quota_per_day: number | null;
+  created_at: UnixTime;
+  updated_at: UnixTime;
+  deleted: Flag;
+}
+
+export interface ApiTokenTable {
+  id: Generated<number>;
+  name: string;
+  scopes: string;
+  token_hash: string;
+  created_at: UnixTime;
+  last_used_at: UnixTime | null;
+}
+
+export interface OpenPgpKeyTable {
+  id: Generated<number>;
+  email: string;
+  domain_id: number;
+  key_id: string;
+  fingerprint: string;
+  expires_at: UnixTime | null;
+  key_data: string;
+  wkd_hash: string;
+  uploader_id: number | null;
+  created_at: UnixTime;
+  updated_at: UnixTime;
+}
+
+export interface SettingTable {
+  name: string;
+  value: string;
+  updated_at: UnixTime;
+}
+
+export interface WebhookEndpointTable {
+  id: Generated<number>;
+  url: string;
+  secret: string;
+  events: string;
+  enabled: Flag;
+  created_at: UnixTime;
+  updated_at: UnixTime;
+}
+
+export interface WebhookEndpointDomainTable {
+  endpoint_id: number;
+  domain_id: number;
+}
+
+export type DeliveryStatus = "pending" | "success" | "failed";
+
+export interface WebhookDeliveryTable {
+  /** ULID, sent as X-Webhook-Id. */
+  id: string;
+  endpoint_id: number;
+  type: string;
+  /** The exact bytes sent and signed. */
+  body: string;
+  signature: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: UnixTime | null;
+  claimed_until: UnixTime | null;
+  claim_token: string | null;
+  response_code: number | null;
+  response_body: string | null;
+  error: string | null;
+  created_at: UnixTime;
+  delivered_at: UnixTime | null;
+}
+
+export interface JobRunTable {
+  name: string;
+  period_start: UnixTime;
+  started_at: UnixTime;
+  finished_at: UnixTime | null;
+  owner: string;
+  result: string | null;
+}
+
+export interface Database {
+  domains: DomainTable;
+  users: UserTable;
+  aliases: AliasTable;
+  api_tokens: ApiTokenTable;
+  openpgp_keys: OpenPgpKeyTable;
+  settings: SettingTable;
+  webhook_endpoints: WebhookEndpointTable;
+  webhook_endpoint_domains: WebhookEndpointDomainTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  job_runs: JobRunTable;
+}
+
+export const flag = (value: boolean | number): boolean => value === true || value === 1;
+export const toFlag = (value: boolean): 0 | 1 => (value ? 1 : 0);
