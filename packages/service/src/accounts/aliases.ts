@@ -1,0 +1,232 @@
+import type { Kysely, Selectable } from "kysely";
+import { type AliasTable, type Database, flag } from "../db/schema.ts";
+import { invalid, notFound } from "../errors.ts";
+import { parseAddress } from "./addresses.ts";
+import { containsText, type Listing, type Page } from "./paging.ts";
+import { checkSmtpQuota, nowSeconds, parseStringList, type SmtpQuota, type UserService } from "./users.ts";
+
+export interface Alias {
+  id: number;
+  source: string;
+  domainId: number;
+  destinations: string[];
+  ownerId: number | null;
+  smtpQuota: SmtpQuota;
+  createdAt: number;
+  updatedAt: number;
+  deleted: boolean;
+}
+
+export function toAlias(row: Selectable<AliasTable>): Alias {
+  return {
+    id: row.id,
+    source: row.source,
+    domainId: row.domain_id,
+    destinations: parseStringList(row.destinations),
+    ownerId: row.user_id,
+    smtpQuota: { perHour: row.smtp_quota_per_hour, perDay: row.smtp_quota_per_day },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    deleted: flag(row.deleted),
+  };
+}
+
+/** An alias as the admin API shows it. */
+export interface AliasView {
+  source: string;
+  domain: string;
+  destinations: string[];
+  owner: string | null;
+  smtpQuota: { per_hour: number | null; per_day: number | null };
+  createdAt: number;
+  updatedAt: number;
+  deleted: boolean;
+}
+
+export interface CreateAliasInput {
+  source: string;
+  destinations?: string[];
+  owner?: string | null;
+  smtpQuota?: { per_hour?: number | null; per_day?: number | null } | null;
+}
+
+const maxDestinations = 100;
+
+/** Destination addresses: valid, lower-cased, de-duplicated, order kept. */
+export function checkDestinations(value: unknown): string[] {
+  if (!Array.isArray(value)) throw invalid("destinations: must be a list of addresses");
+  if (value.length > maxDestinations) throw invalid(`destinations: at most ${maxDestinations} addresses`);
+  const result: string[] = [];
+  for (const raw of value) {
+    const address = typeof raw === "string" ? parseAddress(raw.trim()) : null;
+    if (!address) throw invalid(`destinations: ${String(raw).slice(0, 100)} is not a valid address`);
+    if (!result.includes(address.email)) result.push(address.email);
+  }
+  return result;
+}
+
+export class AliasService {
+  readonly #db: Kysely<Database>;
+  readonly #users: UserService;
+
+  constructor(db: Kysely<Database>, users: UserService) {
+    this.#db = db;
+    this.#users = users;
+  }
+
+  async create(input: CreateAliasInput): Promise<Alias> {
+    const address = typeof input.source === "string" ? parseAddress(input.source.trim()) : null;
+    if (!address) throw invalid("source: not a valid e-mail address");
+    const owner = input.owner ? await this.#users.getActive(input.owner).catch(() => null) : null;
+    if (input.owner && !owner) throw invalid("owner: no active user with this address");
+    let destinations = input.destinations === undefined ? [] : checkDestinations(input.destinations);
+    if (destinations.length === 0 && owner) destinations = [owner.email];
+    if (destinations.length === 0)
+      throw invalid("destinations: at least one destination or an owner is required");
+    const smtpQuota = checkSmtpQuota(input.smtpQuota);
+    const domain = await this.#db
+      .selectFrom("domains")
+      .select("id")
+      .where("name", "=", address.domain)
+      .executeTakeFirst();
+    if (!domain) throw invalid(`source: domain ${address.domain} is not managed here`);
+    const now = nowSeconds();
+    return this.#db.transaction().execute(async (trx) => {
+      await this.#users.assertAddressAvailable(address.email, trx);
+      await trx
+        .insertInto("aliases")
+        .values({
+          source: address.email,
+          domain_id: domain.id,
+          destinations: JSON.stringify(destinations),
+          user_id: owner?.id ?? null,
+          smtp_quota_per_hour: smtpQuota.perHour,
+          smtp_quota_per_day: smtpQuota.perDay,
+          created_at: now,
+          updated_at: now,
+          deleted: 0,
+        })
+        .execute();
+      const row = await trx
+        .selectFrom("aliases")
+        .selectAll()
+        .where("source", "=", address.email)
+        .executeTakeFirstOrThrow();
+      return toAlias(row);
+    });
+  }
+
+  async get(rawSource: string): Promise<AliasView> {
+    const address = parseAddress(String(rawSource));
+    const [view] = address
+      ? (await this.#views((q) => q.where("aliases.source", "=", address.email), 1, 0)).rows
+      : [];
+    if (!view) throw notFound("alias not found");
+    return view;
+  }
+
+  async list(page: Page, filter: { domain?: string; owner?: string }): Promise<Listing<AliasView>> {
+    const filtered = (query: AliasQuery) => {
+      let q = query;
+      if (filter.domain) q = q.where("domains.name", "=", filter.domain.toLowerCase());
+      if (filter.owner) q = q.where("owners.email", "=", filter.owner.toLowerCase());
+      if (page.search !== "") q = q.where(containsText("aliases.source", page.search));
+      return q;
+    };
+    const { rows, total } = await this.#views(filtered, page.limit, page.offset);
+    return { items: rows, total };
+  }
+
+  /** Changes destinations, owner or SMTP quota of an active alias. */
+  async update(
+    rawSource: string,
+    patch: { destinations?: unknown; owner?: unknown; smtpQuota?: unknown },
+  ): Promise<AliasView> {
+    const current = await this.get(rawSource);
+    if (current.deleted) throw notFound("alias not found");
+    const changes: Partial<{
+      destinations: string;
+      user_id: number | null;
+      smtp_quota_per_hour: number | null;
+      smtp_quota_per_day: number | null;
+    }> = {};
+    let ownerEmail: string | null | undefined;
+    if (patch.owner !== undefined) {
+      if (patch.owner === null) {
+        changes.user_id = null;
+        ownerEmail = null;
+      } else {
+        const owner =
+          typeof patch.owner === "string" ? await this.#users.getActive(patch.owner).catch(() => null) : null;
+        if (!owner) throw invalid("owner: no active user with this address");
+        changes.user_id = owner.id;
+        ownerEmail = owner.email;
+      }
+    }
+    if (patch.destinations !== undefined) {
+      let destinations = checkDestinations(patch.destinations);
+      if (destinations.length === 0 && ownerEmail) destinations = [ownerEmail];
+      if (destinations.length === 0) throw invalid("destinations: at least one destination is required");
+      changes.destinations = JSON.stringify(destinations);
+    }
+    if (patch.smtpQuota !== undefined) {
+      const quota = checkSmtpQuota(patch.smtpQuota);
+      changes.smtp_quota_per_hour = quota.perHour;
+      changes.smtp_quota_per_day = quota.perDay;
+    }
+    if (Object.keys(changes).length > 0) {
+      await this.#db
+        .updateTable("aliases")
+        .set({ ...changes, updated_at: nowSeconds() })
+        .where("source", "=", current.source)
+        .where("deleted", "=", 0)
+        .execute();
+    }
+    return this.get(current.source);
+  }
+
+  async #views(filter: (query: AliasQuery) => AliasQuery, limit: number, offset: number) {
+    const query = filter(this.#baseQuery());
+    const [rows, count] = await Promise.all([
+      query
+        .select([
+          "aliases.source",
+          "aliases.destinations",
+          "aliases.smtp_quota_per_hour",
+          "aliases.smtp_quota_per_day",
+          "aliases.created_at",
+          "aliases.updated_at",
+          "aliases.deleted",
+          "domains.name as domain",
+          "owners.email as owner",
+        ])
+        .orderBy("aliases.source")
+        .limit(limit)
+        .offset(offset)
+        .execute(),
+      query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
+    ]);
+    const views: AliasView[] = rows.map((row) => ({
+      source: row.source,
+      domain: row.domain,
+      destinations: parseStringList(row.destinations),
+      owner: row.owner,
+      smtpQuota: { per_hour: row.smtp_quota_per_hour, per_day: row.smtp_quota_per_day },
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      deleted: flag(row.deleted),
+    }));
+    return { rows: views, total: Number(count.n) };
+  }
+
+  #baseQuery() {
+    return aliasBaseQuery(this.#db);
+  }
+}
+
+const aliasBaseQuery = (db: Kysely<Database>) =>
+  db
+    .selectFrom("aliases")
+    .innerJoin("domains", "domains.id", "aliases.domain_id")
+    .leftJoin("users as owners", "owners.id", "aliases.user_id");
+type AliasQuery = ReturnType<typeof aliasBaseQuery>;

@@ -1,0 +1,241 @@
+import { randomBytes } from "node:crypto";
+import type { Kysely, Transaction } from "kysely";
+import type { CryptoPool } from "../credentials/crypto-pool.ts";
+import { openSecretBox, SecretBoxError, sealSecretBox } from "../credentials/mailcrypt.ts";
+import { hashPassword, verifyPassword } from "../credentials/passwords.ts";
+import type { Database } from "../db/schema.ts";
+import { conflict, invalid, notFound } from "../errors.ts";
+import { parseAddress } from "./addresses.ts";
+import type { AccountEvents } from "./events.ts";
+import { createMailCryptMaterial, MailCryptLevel, type MailCryptMaterial } from "./mail-crypt.ts";
+import type { SettingsService } from "./settings.ts";
+import { checkNewPassword, nowSeconds, type User, type UserService } from "./users.ts";
+
+/** A stored password that no verifier accepts (the Unix "locked" convention). */
+export const unusablePassword = (): string => `!deleted!${randomBytes(24).toString("hex")}`;
+
+/** Columns that wipe every credential except the password: keys, boxes, recovery, second factor. */
+const wipedCredentials = {
+  mail_crypt: 0,
+  mail_crypt_public_key: null,
+  mail_crypt_secret_box: null,
+  recovery_secret_box: null,
+  recovery_start_time: null,
+  totp_secret: null,
+  totp_confirmed: 0,
+  totp_backup_codes: "[]",
+  totp_last_step: null,
+} as const;
+
+export interface NewCredentials {
+  recoveryToken: string | null;
+}
+
+/**
+ * What happens to an account over its life: delete, reset, restore, password change. Each is one
+ * transaction (the account row, its aliases, its OpenPGP keys and its events together), and every
+ * caller (admin API, console, scheduled jobs) goes through these functions.
+ */
+export class LifecycleService {
+  readonly #db: Kysely<Database>;
+  readonly #pool: CryptoPool;
+  readonly #settings: SettingsService;
+  readonly #users: UserService;
+  readonly #events: AccountEvents;
+
+  constructor(
+    db: Kysely<Database>,
+    pool: CryptoPool,
+    settings: SettingsService,
+    users: UserService,
+    events: AccountEvents,
+  ) {
+    this.#db = db;
+    this.#pool = pool;
+    this.#settings = settings;
+    this.#users = users;
+    this.#events = events;
+  }
+
+  /**
+   * Soft delete: owned aliases deleted (their address stays taken), password unusable, keys,
+   * boxes and second factor wiped, OpenPGP keys of the freed addresses removed, `user.deleted`.
+   */
+  async delete(rawEmail: string, trx?: Transaction<Database>): Promise<void> {
+    if (!trx) return this.#db.transaction().execute((t) => this.delete(rawEmail, t));
+    const user = await this.#active(rawEmail, trx);
+    const now = nowSeconds();
+    // Collected before they are deleted: the reference lost these and kept publishing their keys.
+    const aliases = await trx
+      .selectFrom("aliases")
+      .select("source")
+      .where("user_id", "=", user.id)
+      .where("deleted", "=", 0)
+      .execute();
+    await trx
+      .updateTable("aliases")
+      .set({ deleted: 1, user_id: null, destinations: "[]", updated_at: now })
+      .where("user_id", "=", user.id)
+      .where("deleted", "=", 0)
+      .execute();
+    const updated = await trx
+      .updateTable("users")
+      .set({ ...wipedCredentials, password: unusablePassword(), deleted: 1, updated_at: now })
+      .where("id", "=", user.id)
+      .where("deleted", "=", 0)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) !== 1) throw notFound("user not found");
+    const freed = [user.email, ...aliases.map((a) => a.source)];
+    await this.removeOrphanedOpenPgpKeys(freed, trx);
+    await this.#events.record(trx, "user.deleted", user);
+  }
+
+  /** New password; new keys and recovery token where MailCrypt applies, none otherwise; 2FA off. */
+  async reset(rawEmail: string, rawPassword: unknown): Promise<NewCredentials> {
+    const password = checkNewPassword(rawPassword);
+    const user = await this.#active(rawEmail);
+    const { hash, material } = await this.#newCredentials(user, password);
+    await this.#db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable("users")
+        .set({ ...this.#credentialColumns(hash, material), updated_at: nowSeconds() })
+        .where("id", "=", user.id)
+        .where("deleted", "=", 0)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) !== 1) throw notFound("user not found");
+      await this.#events.record(trx, "user.reset", user);
+    });
+    return { recoveryToken: material?.recoveryToken ?? null };
+  }
+
+  /** A deleted user becomes active again with a new password (and keys as for reset); no aliases return. */
+  async restore(rawEmail: string, rawPassword: unknown): Promise<NewCredentials> {
+    const password = checkNewPassword(rawPassword);
+    const address = parseAddress(String(rawEmail));
+    const user = address ? await this.#users.findByEmail(address.email) : null;
+    if (!user) throw notFound("user not found");
+    if (!user.deleted) throw conflict("user is active; reset it instead");
+    const { hash, material } = await this.#newCredentials(user, password);
+    const updated = await this.#db
+      .updateTable("users")
+      .set({
+        ...this.#credentialColumns(hash, material),
+        deleted: 0,
+        last_login_time: null,
+        updated_at: nowSeconds(),
+      })
+      .where("id", "=", user.id)
+      .where("deleted", "=", 1)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) !== 1) throw conflict("user is active; reset it instead");
+    return { recoveryToken: material?.recoveryToken ?? null };
+  }
+
+  /** A password change by someone who knows the old one: the MailCrypt key is re-sealed, mail stays readable. */
+  async changePassword(rawEmail: string, oldPassword: string, rawNewPassword: unknown): Promise<void> {
+    const newPassword = checkNewPassword(rawNewPassword);
+    const user = await this.#active(rawEmail);
+    if (!(await verifyPassword(oldPassword, user.passwordHash, this.#pool)).valid)
+      throw invalid("old password: wrong password");
+    if (oldPassword === newPassword)
+      throw invalid("password: the new password is identical with the old one");
+    let secretBox = user.mailCryptSecretBox;
+    if (secretBox) {
+      try {
+        const privateKey = await openSecretBox(secretBox, oldPassword, this.#pool);
+        secretBox = await sealSecretBox(privateKey, newPassword, this.#pool);
+      } catch (error) {
+        if (error instanceof SecretBoxError)
+          throw conflict("the MailCrypt key cannot be opened with this password");
+        throw error;
+      }
+    }
+    const hash = await hashPassword(newPassword, this.#pool);
+    const updated = await this.#db
+      .updateTable("users")
+      .set({
+        password: hash,
+        mail_crypt_secret_box: secretBox,
+        password_change_required: 0,
+        updated_at: nowSeconds(),
+      })
+      .where("id", "=", user.id)
+      .where("password", "=", user.passwordHash)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) !== 1)
+      throw conflict("the password was changed concurrently; try again");
+  }
+
+  /** Soft delete of an alias: the address stays taken, owner and destinations are cleared. */
+  async deleteAlias(rawSource: string, trx?: Transaction<Database>): Promise<void> {
+    if (!trx) return this.#db.transaction().execute((t) => this.deleteAlias(rawSource, t));
+    const address = parseAddress(String(rawSource));
+    const updated = address
+      ? await trx
+          .updateTable("aliases")
+          .set({ deleted: 1, user_id: null, destinations: "[]", updated_at: nowSeconds() })
+          .where("source", "=", address.email)
+          .where("deleted", "=", 0)
+          .executeTakeFirst()
+      : null;
+    if (!address || Number(updated?.numUpdatedRows ?? 0) !== 1) throw notFound("alias not found");
+    await this.removeOrphanedOpenPgpKeys([address.email], trx);
+  }
+
+  /** Keys published for addresses that no active user or alias holds any more are removed. */
+  async removeOrphanedOpenPgpKeys(addresses: string[], trx: Transaction<Database>): Promise<void> {
+    if (addresses.length === 0) return;
+    const [users, aliases] = await Promise.all([
+      trx
+        .selectFrom("users")
+        .select("email")
+        .where("email", "in", addresses)
+        .where("deleted", "=", 0)
+        .execute(),
+      trx
+        .selectFrom("aliases")
+        .select("source")
+        .where("source", "in", addresses)
+        .where("deleted", "=", 0)
+        .execute(),
+    ]);
+    const held = new Set([...users.map((u) => u.email), ...aliases.map((a) => a.source)]);
+    const orphaned = addresses.filter((a) => !held.has(a));
+    if (orphaned.length > 0) await trx.deleteFrom("openpgp_keys").where("email", "in", orphaned).execute();
+  }
+
+  async #active(rawEmail: string, db: Kysely<Database> = this.#db): Promise<User> {
+    const address = parseAddress(String(rawEmail));
+    const user = address ? await this.#users.findByEmail(address.email, db) : null;
+    if (!user || user.deleted) throw notFound("user not found");
+    return user;
+  }
+
+  /**
+   * Reset and restore give new keys when MailCrypt applies (level >= 2, or the user's own flag);
+   * otherwise old boxes are wiped, so no box sealed under an old password is left behind.
+   */
+  async #newCredentials(
+    user: User,
+    password: string,
+  ): Promise<{ hash: string; material: MailCryptMaterial | null }> {
+    const level = await this.#settings.get("mail_crypt");
+    const withKeys = level >= MailCryptLevel.newUsers || user.mailCrypt;
+    const [hash, material] = await Promise.all([
+      hashPassword(password, this.#pool),
+      withKeys ? createMailCryptMaterial(password, this.#pool, true) : Promise.resolve(null),
+    ]);
+    return { hash, material };
+  }
+
+  #credentialColumns(hash: string, material: MailCryptMaterial | null) {
+    return {
+      ...wipedCredentials,
+      password: hash,
+      mail_crypt: material ? (1 as const) : (0 as const),
+      mail_crypt_public_key: material?.publicKey ?? null,
+      mail_crypt_secret_box: material?.secretBox ?? null,
+      recovery_secret_box: material?.recoverySecretBox ?? null,
+    };
+  }
+}

@@ -1,0 +1,228 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+import { toFlag } from "../db/schema.ts";
+import { badRequest, notFound } from "../errors.ts";
+import { parseAddress, parseDomain } from "./addresses.ts";
+import { reportsMailCrypt } from "./mail-crypt.ts";
+import { containsText } from "./paging.ts";
+import type { SettingsService } from "./settings.ts";
+import { nowSeconds, parseStringList, type User, type UserService } from "./users.ts";
+
+export interface UserdbEntry {
+  user: string;
+  mailCrypt: 0 | 2;
+  mailCryptPublicKey: string;
+  quota: string;
+}
+
+export interface IdentityUser {
+  id: string;
+  email: string;
+}
+
+const activeFlag = toFlag(false);
+const retentionListDays = 730;
+
+/**
+ * Read-only questions mail software asks for every message and login. Each is one indexed query
+ * (two for senders and smtp_quota), answered from the database so every instance sees every write.
+ */
+export class LookupService {
+  readonly #db: Kysely<Database>;
+  readonly #settings: SettingsService;
+  readonly #users: UserService;
+
+  constructor(db: Kysely<Database>, settings: SettingsService, users: UserService) {
+    this.#db = db;
+    this.#settings = settings;
+    this.#users = users;
+  }
+
+  async userdb(email: string): Promise<UserdbEntry> {
+    const user = await this.#users.getActive(email);
+    const level = await this.#settings.get("mail_crypt");
+    return {
+      user: user.email,
+      mailCrypt: reportsMailCrypt(level, user.mailCrypt, user.mailCryptPublicKey) ? 2 : 0,
+      mailCryptPublicKey: user.mailCryptPublicKey ?? "",
+      quota: user.quota === null ? "" : `${user.quota}M`,
+    };
+  }
+
+  async isManagedDomain(rawDomain: string): Promise<boolean> {
+    const name = parseDomain(rawDomain);
+    if (!name) return false;
+    const row = await this.#db.selectFrom("domains").select("id").where("name", "=", name).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async hasMailbox(rawEmail: string): Promise<boolean> {
+    const address = parseAddress(rawEmail);
+    if (!address) return false;
+    const row = await this.#db
+      .selectFrom("users")
+      .select("id")
+      .where("email", "=", address.email)
+      .where("deleted", "=", activeFlag)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Destinations of an alias; postmaster@ and abuse@ of managed domains go where the settings say. */
+  async aliasDestinations(rawEmail: string): Promise<string[]> {
+    const address = parseAddress(rawEmail);
+    if (!address) return [];
+    if (address.localPart === "postmaster" || address.localPart === "abuse") {
+      const setting = await this.#settings.get(
+        address.localPart === "postmaster" ? "postmaster_address" : "abuse_address",
+      );
+      if (setting !== "" && (await this.isManagedDomain(address.domain))) return [setting];
+    }
+    return (await this.#activeAliasDestinations(address.email)) ?? [];
+  }
+
+  /** Logins allowed to send as an address: the mailbox itself, then the alias destinations. */
+  async senders(rawEmail: string): Promise<string[]> {
+    const address = parseAddress(rawEmail);
+    if (!address) return [];
+    const [mailbox, destinations] = await Promise.all([
+      this.hasMailbox(address.email),
+      this.#activeAliasDestinations(address.email),
+    ]);
+    const senders = mailbox ? [address.email] : [];
+    for (const destination of destinations ?? [])
+      if (!senders.includes(destination)) senders.push(destination);
+    return senders;
+  }
+
+  async smtpQuota(rawEmail: string): Promise<{ per_hour: number; per_day: number }> {
+    const address = parseAddress(rawEmail);
+    if (!address) throw notFound("user not found");
+    let limits = await this.#db
+      .selectFrom("users")
+      .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
+      .where("email", "=", address.email)
+      .where("deleted", "=", activeFlag)
+      .executeTakeFirst();
+    limits ??= await this.#db
+      .selectFrom("aliases")
+      .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
+      .where("source", "=", address.email)
+      .where("deleted", "=", activeFlag)
+      .executeTakeFirst();
+    if (!limits) throw notFound("user not found");
+    const needsDefaults = limits.smtp_quota_per_hour === null || limits.smtp_quota_per_day === null;
+    const defaults = needsDefaults ? await this.#settings.all() : null;
+    return {
+      per_hour: limits.smtp_quota_per_hour ?? defaults?.smtp_quota_limit_per_hour ?? 0,
+      per_day: limits.smtp_quota_per_day ?? defaults?.smtp_quota_limit_per_day ?? 0,
+    };
+  }
+
+  /** Sources of the active aliases a user owns, in every domain. */
+  async ownedAliases(user: User): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom("aliases")
+      .select("source")
+      .where("user_id", "=", user.id)
+      .where("deleted", "=", activeFlag)
+      .orderBy("id")
+      .execute();
+    return rows.map((row) => row.source);
+  }
+
+  async #activeAliasDestinations(source: string): Promise<string[] | null> {
+    const row = await this.#db
+      .selectFrom("aliases")
+      .select("destinations")
+      .where("source", "=", source)
+      .where("deleted", "=", activeFlag)
+      .executeTakeFirst();
+    return row ? parseStringList(row.destinations) : null;
+  }
+
+  // Identity provider: every answer is scoped to one managed domain and leaves deleted users out.
+
+  async identityDomainId(rawDomain: string): Promise<number> {
+    const name = parseDomain(rawDomain);
+    const row = name
+      ? await this.#db.selectFrom("domains").select("id").where("name", "=", name).executeTakeFirst()
+      : undefined;
+    if (!row) throw notFound("domain not found");
+    return row.id;
+  }
+
+  async identitySearch(
+    domainId: number,
+    search: string,
+    max: number,
+    first: number,
+  ): Promise<IdentityUser[]> {
+    let query = this.#db
+      .selectFrom("users")
+      .select("email")
+      .where("domain_id", "=", domainId)
+      .where("deleted", "=", activeFlag);
+    if (search !== "") query = query.where(containsText("email", search));
+    const rows = await query.orderBy("email").limit(max).offset(first).execute();
+    return rows.map((row) => identityUser(row.email));
+  }
+
+  async identityCount(domainId: number): Promise<number> {
+    const row = await this.#db
+      .selectFrom("users")
+      .select((eb) => eb.fn.countAll<number>().as("count"))
+      .where("domain_id", "=", domainId)
+      .where("deleted", "=", activeFlag)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+
+  /** A user of the domain; a bare local part is completed with the domain. */
+  async identityUser(domainId: number, domainName: string, rawEmail: string): Promise<User> {
+    const full = rawEmail.includes("@") ? rawEmail : `${rawEmail}@${domainName}`;
+    const address = parseAddress(full);
+    const user = address ? await this.#users.findByEmail(address.email) : null;
+    if (!user || user.deleted || user.domainId !== domainId) throw notFound("user not found");
+    return user;
+  }
+
+  // Retention.
+
+  /** Active users with no sign-in for two years (never signed in: counted from creation). */
+  async inactiveUsers(now = nowSeconds()): Promise<string[]> {
+    const cutoff = now - retentionListDays * 86400;
+    const rows = await this.#db
+      .selectFrom("users")
+      .select("email")
+      .where("deleted", "=", activeFlag)
+      .where((eb) =>
+        eb.or([
+          eb("last_login_time", "<=", cutoff),
+          eb.and([eb("last_login_time", "is", null), eb("created_at", "<=", cutoff)]),
+        ]),
+      )
+      .orderBy("id")
+      .execute();
+    return rows.map((row) => row.email);
+  }
+
+  /** Stores a reported activity time exactly, if it is newer than what is stored. */
+  async touch(rawEmail: string, timestamp: number | null): Promise<void> {
+    const now = nowSeconds();
+    if (timestamp !== null && timestamp > now) throw badRequest("timestamp in future");
+    const user = await this.#users.getActive(rawEmail);
+    const time = timestamp === null || timestamp === 0 ? now : timestamp;
+    await this.#db
+      .updateTable("users")
+      .set({ last_login_time: time })
+      .where("id", "=", user.id)
+      .where((eb) => eb.or([eb("last_login_time", "is", null), eb("last_login_time", "<", time)]))
+      .execute();
+  }
+}
+
+export const identityUser = (email: string): IdentityUser => ({
+  id: email.slice(0, email.lastIndexOf("@")),
+  email,
+});

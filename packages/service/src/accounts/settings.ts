@@ -1,0 +1,203 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+import { invalid } from "../errors.ts";
+import { parseAddress } from "./addresses.ts";
+
+type SettingType = "string" | "integer" | "boolean" | "email" | "url" | "text" | "choice";
+
+interface SettingDefinition {
+  type: SettingType;
+  default: string | number | boolean;
+  optional?: boolean;
+  min?: number;
+  max?: number;
+  minLength?: number;
+  maxLength?: number;
+  choices?: readonly (string | number)[];
+  description: string;
+}
+
+/** The catalogue of the reference implementation (section 4.2) plus our retention period. */
+export const settingDefinitions = {
+  app_name: {
+    type: "string",
+    default: "Userli",
+    minLength: 3,
+    maxLength: 30,
+    description: "Name shown to users",
+  },
+  app_url: { type: "url", default: "https://users.example.org", description: "Base URL for links" },
+  project_name: { type: "string", default: "example.org", description: "Project name; TOTP issuer" },
+  project_url: { type: "url", default: "https://www.example.org", description: "Project web site" },
+  email_sender_address: {
+    type: "email",
+    default: "admin@example.org",
+    description: "From address of e-mails",
+  },
+  email_notification_address: {
+    type: "email",
+    default: "monitoring@example.org",
+    description: "Recipient of operator reports",
+  },
+  webmail_url: { type: "url", default: "", optional: true, description: "Link to the webmail" },
+  weekly_report_enabled: { type: "boolean", default: true, description: "Send the weekly report" },
+  smtp_quota_limit_per_hour: {
+    type: "integer",
+    default: 0,
+    min: 0,
+    description: "Default SMTP messages per hour (0 = unlimited)",
+  },
+  smtp_quota_limit_per_day: {
+    type: "integer",
+    default: 0,
+    min: 0,
+    description: "Default SMTP messages per day (0 = unlimited)",
+  },
+  mail_crypt: {
+    type: "integer",
+    default: 2,
+    choices: [0, 1, 2, 3],
+    description: "MailCrypt level: 0 off, 1 optional, 2 new users, 3 all users",
+  },
+  mta_sts_mode: {
+    type: "choice",
+    default: "testing",
+    choices: ["none", "testing", "enforce"],
+    description: "MTA-STS mode",
+  },
+  mta_sts_mx: { type: "text", default: "", optional: true, description: "MX host names, one per line" },
+  mta_sts_max_age: {
+    type: "integer",
+    default: 604800,
+    min: 86400,
+    max: 31557600,
+    description: "MTA-STS max_age in seconds",
+  },
+  postmaster_address: {
+    type: "email",
+    default: "",
+    optional: true,
+    description: "Destination of postmaster@ every managed domain",
+  },
+  abuse_address: {
+    type: "email",
+    default: "",
+    optional: true,
+    description: "Destination of abuse@ every managed domain",
+  },
+  inactive_user_days: {
+    type: "integer",
+    default: 737,
+    min: 30,
+    max: 36500,
+    description: "Days without sign-in after which a user is deleted",
+  },
+} as const satisfies Record<string, SettingDefinition>;
+
+export type SettingName = keyof typeof settingDefinitions;
+type ValueOf<D> = D extends { type: "integer" } ? number : D extends { type: "boolean" } ? boolean : string;
+export type Settings = { [K in SettingName]: ValueOf<(typeof settingDefinitions)[K]> };
+
+export const isSettingName = (name: string): name is SettingName => Object.hasOwn(settingDefinitions, name);
+
+/** Checks one value and returns its stored string form; throws `invalid` naming the setting. */
+export function normalizeSetting(name: string, value: unknown): string {
+  if (!isSettingName(name)) throw invalid(`unknown setting: ${name}`);
+  const def: SettingDefinition = settingDefinitions[name];
+  const fail = (why: string) => invalid(`${name}: ${why}`);
+  if (value === null || value === undefined) throw fail("a value is required");
+  switch (def.type) {
+    case "integer": {
+      const text = String(value).trim();
+      if (!/^-?\d+$/.test(text)) throw fail("must be a whole number");
+      const n = Number(text);
+      if (def.min !== undefined && n < def.min) throw fail(`must be at least ${def.min}`);
+      if (def.max !== undefined && n > def.max) throw fail(`must be at most ${def.max}`);
+      if (def.choices && !def.choices.includes(n)) throw fail(`must be one of ${def.choices.join(", ")}`);
+      return String(n);
+    }
+    case "boolean": {
+      if (value === true || value === "true" || value === "1" || value === 1) return "1";
+      if (value === false || value === "false" || value === "0" || value === 0) return "0";
+      throw fail("must be true or false");
+    }
+    default: {
+      if (typeof value !== "string") throw fail("must be a string");
+      const text = def.type === "text" ? value : value.trim();
+      if (text === "") {
+        if (def.optional) return "";
+        throw fail("must not be blank");
+      }
+      if (def.minLength !== undefined && text.length < def.minLength) {
+        throw fail(`must be at least ${def.minLength} characters`);
+      }
+      if (text.length > (def.maxLength ?? 4000))
+        throw fail(`must be at most ${def.maxLength ?? 4000} characters`);
+      if (def.type === "email" && parseAddress(text) === null) throw fail("must be an e-mail address");
+      if (def.type === "url" && !/^https?:\/\/[^\s/]+\.[^\s/]+/.test(text))
+        throw fail("must be an http(s) URL");
+      if (def.choices && !def.choices.includes(text)) throw fail(`must be one of ${def.choices.join(", ")}`);
+      return text;
+    }
+  }
+}
+
+function decode(name: SettingName, stored: string | undefined): Settings[SettingName] {
+  const def: SettingDefinition = settingDefinitions[name];
+  if (stored === undefined) return def.default;
+  if (def.type === "integer") return Number(stored);
+  if (def.type === "boolean") return stored === "1" || stored === "true";
+  return stored;
+}
+
+/**
+ * Settings are read from the database on each use (one tiny table), so a change made through any
+ * instance applies everywhere at once.
+ */
+export class SettingsService {
+  readonly #db: Kysely<Database>;
+
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+
+  async all(): Promise<Settings> {
+    const rows = await this.#db.selectFrom("settings").select(["name", "value"]).execute();
+    const stored = new Map(rows.map((row) => [row.name, row.value]));
+    const result: Record<string, unknown> = {};
+    for (const name of Object.keys(settingDefinitions) as SettingName[]) {
+      result[name] = decode(name, stored.get(name));
+    }
+    return result as Settings;
+  }
+
+  async get<K extends SettingName>(name: K): Promise<Settings[K]> {
+    const row = await this.#db
+      .selectFrom("settings")
+      .select("value")
+      .where("name", "=", name)
+      .executeTakeFirst();
+    return decode(name, row?.value) as Settings[K];
+  }
+
+  /** Validates every value first; writes all of them in one transaction or none. */
+  async update(values: Record<string, unknown>): Promise<Settings> {
+    const normalized = Object.entries(values).map(
+      ([name, value]) => [name, normalizeSetting(name, value)] as const,
+    );
+    const now = Math.floor(Date.now() / 1000);
+    await this.#db.transaction().execute(async (trx) => {
+      for (const [name, value] of normalized) {
+        const updated = await trx
+          .updateTable("settings")
+          .set({ value, updated_at: now })
+          .where("name", "=", name)
+          .executeTakeFirst();
+        if (Number(updated.numUpdatedRows) === 0) {
+          await trx.insertInto("settings").values({ name, value, updated_at: now }).execute();
+        }
+      }
+    });
+    return this.all();
+  }
+}

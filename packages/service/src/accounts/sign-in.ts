@@ -1,0 +1,180 @@
+import type { Kysely } from "kysely";
+import { findBackupCode } from "../credentials/backup-codes.ts";
+import type { CryptoPool } from "../credentials/crypto-pool.ts";
+import {
+  generateMailCryptKeyPair,
+  openSecretBox,
+  SecretBoxError,
+  sealSecretBox,
+} from "../credentials/mailcrypt.ts";
+import { hashPassword, verifyDummy, verifyPassword } from "../credentials/passwords.ts";
+import { totpStepFor } from "../credentials/totp.ts";
+import type { Database } from "../db/schema.ts";
+import { parseAddress } from "./addresses.ts";
+import { MailCryptLevel, reportsMailCrypt } from "./mail-crypt.ts";
+import { effectiveRoles } from "./roles.ts";
+import type { SettingsService } from "./settings.ts";
+import { nowSeconds, type User, type UserService } from "./users.ts";
+
+/**
+ * The outcome of a password sign-in. The password is checked first, so account state (spam,
+ * password change) is only revealed to someone who knows the password; unknown and deleted users
+ * cost the same Argon2 work as a wrong password.
+ */
+export type SignInResult =
+  | { kind: "unknown" }
+  | { kind: "wrong_password" }
+  | { kind: "spam" }
+  | { kind: "password_change_required" }
+  | { kind: "ok"; user: User; mailCrypt: MailCryptUnlock };
+
+export type MailCryptUnlock =
+  | { state: "off" }
+  | { state: "unlocked"; privateKey: string; publicKey: string }
+  | { state: "failed"; reason: string };
+
+export interface SignInOptions {
+  /** Open the MailCrypt private key with the password (passdb). */
+  unlockMailCrypt?: boolean;
+}
+
+const secondsPerDay = 86400;
+
+export class SignInService {
+  readonly #db: Kysely<Database>;
+  readonly #pool: CryptoPool;
+  readonly #settings: SettingsService;
+  readonly #users: UserService;
+  readonly #observe: (result: SignInResult["kind"]) => void;
+
+  constructor(
+    db: Kysely<Database>,
+    pool: CryptoPool,
+    settings: SettingsService,
+    users: UserService,
+    observe: (result: SignInResult["kind"]) => void = () => {},
+  ) {
+    this.#db = db;
+    this.#pool = pool;
+    this.#settings = settings;
+    this.#users = users;
+    this.#observe = observe;
+  }
+
+  /** The one rule for who may sign in with a password; every sign-in path calls it. */
+  async signIn(rawEmail: string, password: string, options: SignInOptions = {}): Promise<SignInResult> {
+    const result = await this.#signIn(rawEmail, password, options);
+    this.#observe(result.kind);
+    return result;
+  }
+
+  async #signIn(rawEmail: string, password: string, options: SignInOptions): Promise<SignInResult> {
+    const address = parseAddress(rawEmail);
+    const user = address ? await this.#users.findByEmail(address.email) : null;
+    if (!user || user.deleted || typeof password !== "string" || password === "") {
+      await verifyDummy(typeof password === "string" ? password : "", this.#pool);
+      return { kind: "unknown" };
+    }
+    const check = await verifyPassword(password, user.passwordHash, this.#pool);
+    if (!check.valid) return { kind: "wrong_password" };
+    const roles = effectiveRoles(user.roles);
+    if (roles.has("ROLE_SPAM")) return { kind: "spam" };
+    if (user.passwordChangeRequired) return { kind: "password_change_required" };
+
+    const level = await this.#settings.get("mail_crypt");
+    let current = user;
+    if (level === MailCryptLevel.allUsers && !user.mailCrypt && !user.mailCryptPublicKey) {
+      current = await this.#enableMailCrypt(user, password);
+    }
+    if (check.needsRehash) await this.#rehash(current, password);
+    await this.recordSignIn(current);
+    const mailCrypt = options.unlockMailCrypt
+      ? await this.#unlock(current, password, level)
+      : { state: "off" as const };
+    return { kind: "ok", user: current, mailCrypt };
+  }
+
+  /** Second factor: a current TOTP code (each step accepted once) or an unused backup code (consumed). */
+  async verifySecondFactor(user: User, code: string): Promise<boolean> {
+    if (!user.totpConfirmed || !user.totpSecret) return false;
+    const step = totpStepFor(user.totpSecret, code, Date.now(), user.totpLastStep);
+    if (step !== null) {
+      // Conditional update: of two requests racing with the same code, only one wins.
+      const result = await this.#db
+        .updateTable("users")
+        .set({ totp_last_step: step })
+        .where("id", "=", user.id)
+        .where((eb) => eb.or([eb("totp_last_step", "is", null), eb("totp_last_step", "<", step)]))
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    }
+    const index = await findBackupCode(code, user.totpBackupCodes);
+    if (index < 0) return false;
+    const remaining = user.totpBackupCodes.filter((_, i) => i !== index);
+    const result = await this.#db
+      .updateTable("users")
+      .set({ totp_backup_codes: JSON.stringify(remaining) })
+      .where("id", "=", user.id)
+      .where("totp_backup_codes", "=", JSON.stringify(user.totpBackupCodes))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Last login is kept at day granularity (00:00 UTC of the sign-in day): enough for the
+   * two-year retention rule, less revealing than exact times, and at most one write per user a day.
+   */
+  async recordSignIn(user: User): Promise<void> {
+    const day = Math.floor(nowSeconds() / secondsPerDay) * secondsPerDay;
+    if (user.lastLoginTime !== null && user.lastLoginTime >= day) return;
+    await this.#db
+      .updateTable("users")
+      .set({ last_login_time: day })
+      .where("id", "=", user.id)
+      .where((eb) => eb.or([eb("last_login_time", "is", null), eb("last_login_time", "<", day)]))
+      .execute();
+  }
+
+  async #unlock(user: User, password: string, level: number): Promise<MailCryptUnlock> {
+    if (!reportsMailCrypt(level, user.mailCrypt, user.mailCryptPublicKey)) return { state: "off" };
+    if (!user.mailCryptSecretBox) return { state: "failed", reason: "secret should not be null" };
+    try {
+      const privateKey = await openSecretBox(user.mailCryptSecretBox, password, this.#pool);
+      return { state: "unlocked", privateKey, publicKey: user.mailCryptPublicKey ?? "" };
+    } catch (error) {
+      if (error instanceof SecretBoxError)
+        return { state: "failed", reason: "decryption of mailCryptSecretBox failed" };
+      throw error;
+    }
+  }
+
+  /** Level 3: a user signing in without keys gets them now, sealed under the password just verified. */
+  async #enableMailCrypt(user: User, password: string): Promise<User> {
+    const pair = await generateMailCryptKeyPair();
+    const secretBox = await sealSecretBox(pair.privateKey, password, this.#pool);
+    const result = await this.#db
+      .updateTable("users")
+      .set({
+        mail_crypt: 1,
+        mail_crypt_public_key: pair.publicKey,
+        mail_crypt_secret_box: secretBox,
+        updated_at: nowSeconds(),
+      })
+      .where("id", "=", user.id)
+      .where("mail_crypt_public_key", "is", null)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return (await this.#users.findByEmail(user.email)) ?? user;
+    return { ...user, mailCrypt: true, mailCryptPublicKey: pair.publicKey, mailCryptSecretBox: secretBox };
+  }
+
+  /** Legacy and outdated hashes are replaced by Argon2id at the first successful sign-in. */
+  async #rehash(user: User, password: string): Promise<void> {
+    const hash = await hashPassword(password, this.#pool);
+    await this.#db
+      .updateTable("users")
+      .set({ password: hash })
+      .where("id", "=", user.id)
+      .where("password", "=", user.passwordHash)
+      .execute();
+  }
+}

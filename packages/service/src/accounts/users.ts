@@ -1,0 +1,409 @@
+import type { Kysely, Selectable, Transaction } from "kysely";
+import { generateBackupCodes, hashBackupCode } from "../credentials/backup-codes.ts";
+import type { CryptoPool } from "../credentials/crypto-pool.ts";
+import { hashPassword } from "../credentials/passwords.ts";
+import { generateTotpSecret } from "../credentials/totp.ts";
+import { type Database, flag, toFlag, type UserTable } from "../db/schema.ts";
+import { conflict, invalid, notFound } from "../errors.ts";
+import { parseAddress } from "./addresses.ts";
+import type { AccountEvents } from "./events.ts";
+import { createMailCryptMaterial, keysForNewAccount } from "./mail-crypt.ts";
+import { containsText, type Listing, type Page } from "./paging.ts";
+import { isRole, normalizeRoles, parseStoredRoles, type Role } from "./roles.ts";
+import type { SettingsService } from "./settings.ts";
+
+export interface SmtpQuota {
+  perHour: number | null;
+  perDay: number | null;
+}
+
+export interface User {
+  id: number;
+  email: string;
+  domainId: number;
+  passwordHash: string;
+  roles: Role[];
+  passwordChangeRequired: boolean;
+  quota: number | null;
+  smtpQuota: SmtpQuota;
+  mailCrypt: boolean;
+  mailCryptPublicKey: string | null;
+  mailCryptSecretBox: string | null;
+  recoverySecretBox: string | null;
+  totpSecret: string | null;
+  totpConfirmed: boolean;
+  totpBackupCodes: string[];
+  totpLastStep: number | null;
+  lastLoginTime: number | null;
+  createdAt: number;
+  updatedAt: number;
+  deleted: boolean;
+}
+
+export function toUser(row: Selectable<UserTable>): User {
+  return {
+    id: row.id,
+    email: row.email,
+    domainId: row.domain_id,
+    passwordHash: row.password,
+    roles: parseStoredRoles(row.roles),
+    passwordChangeRequired: flag(row.password_change_required),
+    quota: row.quota,
+    smtpQuota: { perHour: row.smtp_quota_per_hour, perDay: row.smtp_quota_per_day },
+    mailCrypt: flag(row.mail_crypt),
+    mailCryptPublicKey: row.mail_crypt_public_key,
+    mailCryptSecretBox: row.mail_crypt_secret_box,
+    recoverySecretBox: row.recovery_secret_box,
+    totpSecret: row.totp_secret,
+    totpConfirmed: flag(row.totp_confirmed),
+    totpBackupCodes: parseStringList(row.totp_backup_codes),
+    totpLastStep: row.totp_last_step,
+    lastLoginTime: row.last_login_time,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    deleted: flag(row.deleted),
+  };
+}
+
+export function parseStringList(json: string): string[] {
+  try {
+    const parsed: unknown = JSON.parse(json);
+    return Array.isArray(parsed) ? parsed.filter((v): v is string => typeof v === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+export const minPasswordLength = 12;
+
+/** The password policy for every password a person chooses (create, change, reset, restore). */
+export function checkNewPassword(password: unknown): string {
+  if (typeof password !== "string" || password.length === 0) throw invalid("password: must not be blank");
+  if ([...password].length < minPasswordLength) {
+    throw invalid(`password: must be at least ${minPasswordLength} characters`);
+  }
+  if (Buffer.byteLength(password) > 4096) throw invalid("password: must be at most 4096 bytes");
+  return password;
+}
+
+export function checkRoles(roles: unknown): Role[] {
+  if (!Array.isArray(roles) || !roles.every((r) => typeof r === "string")) {
+    throw invalid("roles: must be a list of role names");
+  }
+  const unknown = roles.filter((r) => !isRole(r));
+  if (unknown.length > 0) throw invalid(`roles: unknown role ${unknown[0]}`);
+  return normalizeRoles(roles);
+}
+
+export function checkQuota(quota: unknown): number | null {
+  if (quota === null || quota === undefined) return null;
+  if (typeof quota !== "number" || !Number.isSafeInteger(quota) || quota < 0) {
+    throw invalid("quota: must be a whole number of MiB, 0 or more");
+  }
+  return quota;
+}
+
+export function checkSmtpQuota(value: unknown): SmtpQuota {
+  if (value === null || value === undefined) return { perHour: null, perDay: null };
+  if (typeof value !== "object") throw invalid("smtpQuota: must be an object with per_hour and per_day");
+  const record = value as Record<string, unknown>;
+  const read = (key: string): number | null => {
+    const v = record[key];
+    if (v === null || v === undefined) return null;
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) {
+      throw invalid(`smtpQuota.${key}: must be a whole number, 0 or more`);
+    }
+    return v;
+  };
+  return { perHour: read("per_hour"), perDay: read("per_day") };
+}
+
+export interface CreateUserInput {
+  email: string;
+  password: string;
+  roles?: string[];
+  mailCrypt?: boolean;
+  quota?: number | null;
+  passwordChangeRequired?: boolean;
+  smtpQuota?: { per_hour?: number | null; per_day?: number | null } | null;
+}
+
+/** A user as the admin API shows it: never a hash, key or secret. */
+export interface UserView {
+  email: string;
+  domain: string;
+  roles: Role[];
+  mailCrypt: boolean;
+  hasMailCryptKeys: boolean;
+  hasRecoveryToken: boolean;
+  quota: number | null;
+  smtpQuota: { per_hour: number | null; per_day: number | null };
+  passwordChangeRequired: boolean;
+  totpEnabled: boolean;
+  lastLoginTime: number | null;
+  createdAt: number;
+  updatedAt: number;
+  deleted: boolean;
+}
+
+export const toUserView = (user: User): UserView => ({
+  email: user.email,
+  domain: user.email.slice(user.email.lastIndexOf("@") + 1),
+  roles: user.roles,
+  mailCrypt: user.mailCrypt,
+  hasMailCryptKeys: user.mailCryptPublicKey !== null && user.mailCryptSecretBox !== null,
+  hasRecoveryToken: user.recoverySecretBox !== null,
+  quota: user.quota,
+  smtpQuota: { per_hour: user.smtpQuota.perHour, per_day: user.smtpQuota.perDay },
+  passwordChangeRequired: user.passwordChangeRequired,
+  totpEnabled: user.totpConfirmed && user.totpSecret !== null,
+  lastLoginTime: user.lastLoginTime,
+  createdAt: user.createdAt,
+  updatedAt: user.updatedAt,
+  deleted: user.deleted,
+});
+
+export interface UserPatch {
+  roles?: unknown;
+  quota?: unknown;
+  passwordChangeRequired?: unknown;
+  smtpQuota?: unknown;
+  mailCrypt?: unknown;
+  lastLoginTime?: unknown;
+}
+
+export type UserStatus = "active" | "deleted" | "all";
+
+export interface CreatedUser {
+  user: User;
+  recoveryToken: string | null;
+}
+
+export class UserService {
+  readonly #db: Kysely<Database>;
+  readonly #pool: CryptoPool;
+  readonly #settings: SettingsService;
+  readonly #events: AccountEvents;
+
+  constructor(db: Kysely<Database>, pool: CryptoPool, settings: SettingsService, events: AccountEvents) {
+    this.#db = db;
+    this.#pool = pool;
+    this.#settings = settings;
+    this.#events = events;
+  }
+
+  /** Any user with this address, deleted ones included. */
+  async findByEmail(email: string, db: Kysely<Database> = this.#db): Promise<User | null> {
+    const row = await db.selectFrom("users").selectAll().where("email", "=", email).executeTakeFirst();
+    return row ? toUser(row) : null;
+  }
+
+  /** A user by address, deleted ones included. */
+  async get(rawEmail: string): Promise<User> {
+    const address = parseAddress(rawEmail);
+    const user = address ? await this.findByEmail(address.email) : null;
+    if (!user) throw notFound("user not found");
+    return user;
+  }
+
+  async getActive(rawEmail: string): Promise<User> {
+    const address = parseAddress(rawEmail);
+    const user = address ? await this.findByEmail(address.email) : null;
+    if (!user || user.deleted) throw notFound("user not found");
+    return user;
+  }
+
+  /** Creates an account; keys (and a recovery token) are made when MailCrypt applies to it. */
+  async create(
+    input: CreateUserInput,
+    options: { announce: boolean } = { announce: false },
+  ): Promise<CreatedUser> {
+    const address = parseAddress(input.email);
+    if (!address) throw invalid("email: not a valid e-mail address");
+    const password = checkNewPassword(input.password);
+    const roles = checkRoles(input.roles ?? []);
+    const quota = checkQuota(input.quota);
+    const smtpQuota = checkSmtpQuota(input.smtpQuota);
+    if (input.mailCrypt !== undefined && typeof input.mailCrypt !== "boolean") {
+      throw invalid("mailCrypt: must be true or false");
+    }
+    const domain = await this.#db
+      .selectFrom("domains")
+      .select("id")
+      .where("name", "=", address.domain)
+      .executeTakeFirst();
+    if (!domain) throw invalid(`email: domain ${address.domain} is not managed here`);
+    await this.assertAddressAvailable(address.email);
+
+    const level = await this.#settings.get("mail_crypt");
+    const withKeys = keysForNewAccount(level, input.mailCrypt);
+    // Expensive work first, outside the transaction, so no lock is held while Argon2 runs.
+    const [passwordHash, material] = await Promise.all([
+      hashPassword(password, this.#pool),
+      withKeys ? createMailCryptMaterial(password, this.#pool, true) : Promise.resolve(null),
+    ]);
+    const now = nowSeconds();
+    const user = await this.#db.transaction().execute(async (trx) => {
+      await this.assertAddressAvailable(address.email, trx);
+      await trx
+        .insertInto("users")
+        .values({
+          email: address.email,
+          domain_id: domain.id,
+          password: passwordHash,
+          roles: JSON.stringify(roles),
+          password_change_required: toFlag(input.passwordChangeRequired ?? false),
+          quota,
+          smtp_quota_per_hour: smtpQuota.perHour,
+          smtp_quota_per_day: smtpQuota.perDay,
+          mail_crypt: toFlag(withKeys),
+          mail_crypt_public_key: material?.publicKey ?? null,
+          mail_crypt_secret_box: material?.secretBox ?? null,
+          recovery_secret_box: material?.recoverySecretBox ?? null,
+          totp_confirmed: 0,
+          totp_backup_codes: "[]",
+          created_at: now,
+          updated_at: now,
+          deleted: 0,
+        })
+        .execute();
+      const created = await this.findByEmail(address.email, trx);
+      if (!created) throw new Error("inserted user not found");
+      if (options.announce) await this.#events.record(trx, "user.created", created);
+      return created;
+    });
+    return { user, recoveryToken: material?.recoveryToken ?? null };
+  }
+
+  async list(page: Page, filter: { domain?: string; status: UserStatus }): Promise<Listing<UserView>> {
+    let query = this.#db.selectFrom("users");
+    if (filter.domain) {
+      query = query.where("domain_id", "=", (eb) =>
+        eb.selectFrom("domains").select("id").where("name", "=", String(filter.domain).toLowerCase()),
+      );
+    }
+    if (filter.status !== "all") query = query.where("deleted", "=", filter.status === "deleted" ? 1 : 0);
+    if (page.search !== "") query = query.where(containsText("email", page.search));
+    const [rows, count] = await Promise.all([
+      query.selectAll().orderBy("email").limit(page.limit).offset(page.offset).execute(),
+      query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
+    ]);
+    return { items: rows.map((row) => toUserView(toUser(row))), total: Number(count.n) };
+  }
+
+  /** Changes what an admin may change on an active user; all fields are checked before anything is written. */
+  async update(rawEmail: string, patch: UserPatch): Promise<User> {
+    const user = await this.getActive(rawEmail);
+    const changes: Partial<{
+      roles: string;
+      quota: number | null;
+      password_change_required: 0 | 1;
+      smtp_quota_per_hour: number | null;
+      smtp_quota_per_day: number | null;
+      mail_crypt: 0 | 1;
+      last_login_time: number | null;
+    }> = {};
+    if (patch.roles !== undefined) changes.roles = JSON.stringify(checkRoles(patch.roles));
+    if (patch.quota !== undefined) changes.quota = checkQuota(patch.quota);
+    if (patch.passwordChangeRequired !== undefined) {
+      if (typeof patch.passwordChangeRequired !== "boolean")
+        throw invalid("passwordChangeRequired: must be true or false");
+      changes.password_change_required = toFlag(patch.passwordChangeRequired);
+    }
+    if (patch.smtpQuota !== undefined) {
+      const quota = checkSmtpQuota(patch.smtpQuota);
+      changes.smtp_quota_per_hour = quota.perHour;
+      changes.smtp_quota_per_day = quota.perDay;
+    }
+    if (patch.mailCrypt !== undefined) {
+      if (typeof patch.mailCrypt !== "boolean") throw invalid("mailCrypt: must be true or false");
+      if (patch.mailCrypt && (!user.mailCryptPublicKey || !user.mailCryptSecretBox)) {
+        throw invalid("mailCrypt: the user has no MailCrypt keys; reset the user to create them");
+      }
+      changes.mail_crypt = toFlag(patch.mailCrypt);
+    }
+    if (patch.lastLoginTime !== undefined) {
+      const value = patch.lastLoginTime;
+      if (
+        value !== null &&
+        (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > nowSeconds())
+      ) {
+        throw invalid("lastLoginTime: must be Unix seconds, not in the future, or null");
+      }
+      changes.last_login_time = value;
+    }
+    if (Object.keys(changes).length > 0) {
+      await this.#db
+        .updateTable("users")
+        .set({ ...changes, updated_at: nowSeconds() })
+        .where("id", "=", user.id)
+        .where("deleted", "=", 0)
+        .execute();
+    }
+    return this.getActive(user.email);
+  }
+
+  /** Switches TOTP on with the given secret and backup codes, generating what is not given. */
+  async enableTotp(
+    rawEmail: string,
+    input: { secret?: unknown; backupCodes?: unknown },
+  ): Promise<{ secret: string; backupCodes: string[] }> {
+    const user = await this.getActive(rawEmail);
+    let secret: string;
+    if (input.secret === undefined || input.secret === null) secret = generateTotpSecret();
+    else if (
+      typeof input.secret === "string" &&
+      /^[A-Z2-7]{16,128}=*$/i.test(input.secret.replaceAll(" ", ""))
+    ) {
+      secret = input.secret.replaceAll(" ", "").replace(/=+$/, "").toUpperCase();
+    } else throw invalid("secret: must be a base32 string of at least 16 characters");
+    let codes: string[];
+    if (input.backupCodes === undefined || input.backupCodes === null) codes = generateBackupCodes();
+    else if (
+      Array.isArray(input.backupCodes) &&
+      input.backupCodes.length <= 20 &&
+      input.backupCodes.every((c) => typeof c === "string" && /^\d{6}$/.test(c))
+    ) {
+      codes = [...new Set(input.backupCodes as string[])];
+    } else throw invalid("backupCodes: must be a list of up to 20 six-digit codes");
+    const hashed = await Promise.all(codes.map((code) => hashBackupCode(code)));
+    await this.#db
+      .updateTable("users")
+      .set({
+        totp_secret: secret,
+        totp_confirmed: 1,
+        totp_backup_codes: JSON.stringify(hashed),
+        totp_last_step: null,
+        updated_at: nowSeconds(),
+      })
+      .where("id", "=", user.id)
+      .execute();
+    return { secret, backupCodes: codes };
+  }
+
+  async disableTotp(rawEmail: string): Promise<void> {
+    const user = await this.getActive(rawEmail);
+    await this.#db
+      .updateTable("users")
+      .set({
+        totp_secret: null,
+        totp_confirmed: 0,
+        totp_backup_codes: "[]",
+        totp_last_step: null,
+        updated_at: nowSeconds(),
+      })
+      .where("id", "=", user.id)
+      .execute();
+  }
+
+  /** An address is taken by any user or alias, deleted ones included: addresses are never reused. */
+  async assertAddressAvailable(email: string, db: Kysely<Database> | Transaction<Database> = this.#db) {
+    const [user, alias] = await Promise.all([
+      db.selectFrom("users").select("id").where("email", "=", email).executeTakeFirst(),
+      db.selectFrom("aliases").select("id").where("source", "=", email).executeTakeFirst(),
+    ]);
+    if (user || alias) throw conflict(`address ${email} is already taken`);
+  }
+}

@@ -1,0 +1,173 @@
+import type { Kysely } from "kysely";
+import * as openpgp from "openpgp";
+import { parseAddress } from "../accounts/addresses.ts";
+import { nowSeconds } from "../accounts/users.ts";
+import type { Database } from "../db/schema.ts";
+import { invalid, notFound } from "../errors.ts";
+import { wkdHash } from "./wkd.ts";
+
+export interface OpenPgpKeyInfo {
+  email: string;
+  keyId: string;
+  fingerprint: string;
+  expiresAt: number | null;
+  wkdHash: string;
+}
+
+const maxKeySize = 1024 * 1024;
+
+/** GnuPG's spaced fingerprint: groups of four, a double space in the middle. */
+export function formatFingerprint(hex: string): string {
+  const groups = hex.toUpperCase().match(/.{1,4}/g) ?? [];
+  const half = Math.floor(groups.length / 2);
+  return `${groups.slice(0, half).join(" ")}  ${groups.slice(half).join(" ")}`;
+}
+
+const userIdMatches = (userId: openpgp.UserIDPacket | null, email: string): boolean => {
+  if (!userId) return false;
+  if (userId.email.toLowerCase() === email) return true;
+  const text = userId.userID.toLowerCase();
+  return text === email || text.includes(`<${email}>`);
+};
+
+/**
+ * OpenPGP keys published through WKD. An import keeps only the user IDs of the target address
+ * (third-party identities and their signatures are never published) and needs exactly one key
+ * for that address; private key material is never stored.
+ */
+export class OpenPgpKeyService {
+  readonly #db: Kysely<Database>;
+
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+
+  async import(
+    rawEmail: string,
+    data: Uint8Array | string,
+    uploaderId: number | null = null,
+  ): Promise<OpenPgpKeyInfo> {
+    const address = parseAddress(String(rawEmail));
+    if (!address) throw invalid("email: not a valid e-mail address");
+    const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
+    if (size === 0 || size > maxKeySize) throw invalid("key: no OpenPGP data");
+    const domain = await this.#db
+      .selectFrom("domains")
+      .select("id")
+      .where("name", "=", address.domain)
+      .executeTakeFirst();
+    if (!domain) throw invalid(`email: domain ${address.domain} is not managed here`);
+    await this.#assertHeld(address.email);
+
+    const keys = await readKeys(data);
+    const matching = keys.filter((key) =>
+      key.users.some((user) => userIdMatches(user.userID, address.email)),
+    );
+    if (matching.length === 0) throw invalid(`No key found for ${address.email}`);
+    if (matching.length > 1) throw invalid(`More than one keys found for ${address.email}`);
+    const key = (matching[0] as openpgp.Key).toPublic();
+    key.users = key.users.filter((user) => userIdMatches(user.userID, address.email));
+    const binary = key.write();
+    const expiration = await key.getExpirationTime().catch(() => null);
+    const info: OpenPgpKeyInfo = {
+      email: address.email,
+      keyId: key.getKeyID().toHex().toUpperCase(),
+      fingerprint: formatFingerprint(key.getFingerprint()),
+      expiresAt: expiration instanceof Date ? Math.floor(expiration.getTime() / 1000) : null,
+      wkdHash: wkdHash(address.localPart),
+    };
+    const now = nowSeconds();
+    const row = {
+      domain_id: domain.id,
+      key_id: info.keyId,
+      fingerprint: info.fingerprint,
+      expires_at: info.expiresAt,
+      key_data: Buffer.from(binary).toString("base64"),
+      wkd_hash: info.wkdHash,
+      uploader_id: uploaderId,
+      updated_at: now,
+    };
+    await this.#db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable("openpgp_keys")
+        .set(row)
+        .where("email", "=", address.email)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 0) {
+        await trx
+          .insertInto("openpgp_keys")
+          .values({ ...row, email: address.email, created_at: now })
+          .execute();
+      }
+    });
+    return info;
+  }
+
+  async get(rawEmail: string): Promise<OpenPgpKeyInfo> {
+    const address = parseAddress(String(rawEmail));
+    const row = address
+      ? await this.#db
+          .selectFrom("openpgp_keys")
+          .selectAll()
+          .where("email", "=", address.email)
+          .executeTakeFirst()
+      : undefined;
+    if (!row) throw notFound("no OpenPGP key for this address");
+    return {
+      email: row.email,
+      keyId: row.key_id,
+      fingerprint: row.fingerprint,
+      expiresAt: row.expires_at,
+      wkdHash: row.wkd_hash,
+    };
+  }
+
+  async delete(rawEmail: string): Promise<OpenPgpKeyInfo> {
+    const info = await this.get(rawEmail);
+    await this.#db.deleteFrom("openpgp_keys").where("email", "=", info.email).execute();
+    return info;
+  }
+
+  async count(): Promise<number> {
+    const row = await this.#db
+      .selectFrom("openpgp_keys")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Keys are published only for addresses an active user or alias holds. */
+  async #assertHeld(email: string) {
+    const [user, alias] = await Promise.all([
+      this.#db
+        .selectFrom("users")
+        .select("id")
+        .where("email", "=", email)
+        .where("deleted", "=", 0)
+        .executeTakeFirst(),
+      this.#db
+        .selectFrom("aliases")
+        .select("id")
+        .where("source", "=", email)
+        .where("deleted", "=", 0)
+        .executeTakeFirst(),
+    ]);
+    if (!user && !alias) throw invalid(`email: no active user or alias has the address ${email}`);
+  }
+}
+
+/** Every key in the data: binary packets, or one or more armored blocks (as GnuPG would import them). */
+async function readKeys(data: Uint8Array | string): Promise<openpgp.Key[]> {
+  try {
+    const text = typeof data === "string" ? data : Buffer.from(data).toString("utf8");
+    const blocks = text.match(
+      /-----BEGIN PGP (PUBLIC|PRIVATE) KEY BLOCK-----[\s\S]*?-----END PGP \1 KEY BLOCK-----/g,
+    );
+    if (blocks)
+      return (await Promise.all(blocks.map((armoredKeys) => openpgp.readKeys({ armoredKeys })))).flat();
+    const binary = typeof data === "string" ? Buffer.from(data, "latin1") : data;
+    return await openpgp.readKeys({ binaryKeys: binary });
+  } catch {
+    throw invalid("key: no OpenPGP data");
+  }
+}

@@ -1,0 +1,66 @@
+import { AliasService } from "./accounts/aliases.ts";
+import { DomainService } from "./accounts/domains.ts";
+import { LifecycleService } from "./accounts/lifecycle.ts";
+import { LookupService } from "./accounts/lookups.ts";
+import { SettingsService } from "./accounts/settings.ts";
+import { SignInService } from "./accounts/sign-in.ts";
+import { UserService } from "./accounts/users.ts";
+import type { CryptoPool } from "./credentials/crypto-pool.ts";
+import type { DatabaseHandle } from "./db/database.ts";
+import { Metrics } from "./metrics/metrics.ts";
+import { OpenPgpKeyService } from "./openpgp/keys.ts";
+import { WkdService } from "./openpgp/wkd.ts";
+import { TokenService } from "./tokens/tokens.ts";
+import { WebhookService } from "./webhooks/endpoints.ts";
+import { WebhookOutbox } from "./webhooks/outbox.ts";
+
+/** Every service, wired once; HTTP routes, console commands and jobs all use this same set. */
+export interface Services {
+  database: DatabaseHandle;
+  pool: CryptoPool;
+  metrics: Metrics;
+  settings: SettingsService;
+  domains: DomainService;
+  users: UserService;
+  aliases: AliasService;
+  lifecycle: LifecycleService;
+  signIn: SignInService;
+  lookups: LookupService;
+  tokens: TokenService;
+  wkd: WkdService;
+  openPgpKeys: OpenPgpKeyService;
+  webhooks: WebhookService;
+}
+
+export interface ServiceOptions {
+  /** Time source of the webhook outbox (tests use a fast clock). */
+  clock?: () => number;
+}
+
+export function createServices(
+  database: DatabaseHandle,
+  pool: CryptoPool,
+  options: ServiceOptions = {},
+): Services {
+  const { db } = database;
+  const metrics = new Metrics(db);
+  const events = new WebhookOutbox(options.clock);
+  const settings = new SettingsService(db);
+  const users = new UserService(db, pool, settings, events);
+  return {
+    database,
+    pool,
+    metrics,
+    settings,
+    domains: new DomainService(db),
+    users,
+    aliases: new AliasService(db, users),
+    lifecycle: new LifecycleService(db, pool, settings, users, events),
+    signIn: new SignInService(db, pool, settings, users, (result) => metrics.signIns.inc({ result })),
+    lookups: new LookupService(db, settings, users),
+    tokens: new TokenService(db),
+    wkd: new WkdService(db),
+    openPgpKeys: new OpenPgpKeyService(db),
+    webhooks: new WebhookService(db),
+  };
+}

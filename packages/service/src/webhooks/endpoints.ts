@@ -1,0 +1,307 @@
+import { randomBytes } from "node:crypto";
+import type { Kysely } from "kysely";
+import { parseDomain } from "../accounts/addresses.ts";
+import { nowSeconds, parseStringList } from "../accounts/users.ts";
+import { type Database, type DeliveryStatus, flag } from "../db/schema.ts";
+import { conflict, invalid, notFound } from "../errors.ts";
+import { isWebhookEvent, type WebhookEvent, webhookEvents } from "./payload.ts";
+
+export interface WebhookEndpoint {
+  id: number;
+  url: string;
+  events: WebhookEvent[];
+  domains: string[];
+  enabled: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  endpointId: number;
+  type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  nextAttemptAt: number | null;
+  responseCode: number | null;
+  responseBody: string | null;
+  error: string | null;
+  createdAt: number;
+  deliveredAt: number | null;
+  body: string;
+}
+
+export interface WebhookInput {
+  url?: unknown;
+  events?: unknown;
+  secret?: unknown;
+  domains?: unknown;
+  enabled?: unknown;
+}
+
+const checkUrl = (value: unknown): string => {
+  if (typeof value !== "string" || value.length > 2048) throw invalid("url: must be an http(s) URL");
+  try {
+    const url = new URL(value);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error();
+    return url.toString();
+  } catch {
+    throw invalid("url: must be an http(s) URL");
+  }
+};
+
+const checkEvents = (value: unknown): WebhookEvent[] => {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw invalid(`events: must list at least one of ${webhookEvents.join(", ")}`);
+  }
+  const events: WebhookEvent[] = [];
+  for (const event of value) {
+    if (typeof event !== "string" || !isWebhookEvent(event)) {
+      throw invalid(
+        `events: unknown event ${String(event).slice(0, 50)} (known: ${webhookEvents.join(", ")})`,
+      );
+    }
+    if (!events.includes(event)) events.push(event);
+  }
+  return events;
+};
+
+const checkSecret = (value: unknown): string => {
+  if (typeof value !== "string" || value.length < 16 || value.length > 255) {
+    throw invalid("secret: must be 16 to 255 characters");
+  }
+  return value;
+};
+
+const checkEnabled = (value: unknown): boolean => {
+  if (typeof value !== "boolean") throw invalid("enabled: must be true or false");
+  return value;
+};
+
+/** Webhook endpoints (URL, events, secret, optional domain filter) and their delivery log. */
+export class WebhookService {
+  readonly #db: Kysely<Database>;
+
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+
+  /** Creates an endpoint; a random secret is made when none is given and returned once. */
+  async create(input: WebhookInput): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+    const url = checkUrl(input.url);
+    const events = checkEvents(input.events);
+    const secret =
+      input.secret === undefined || input.secret === null
+        ? randomBytes(32).toString("hex")
+        : checkSecret(input.secret);
+    const enabled = input.enabled === undefined ? true : checkEnabled(input.enabled);
+    const domainIds = await this.#domainIds(input.domains);
+    const now = nowSeconds();
+    const id = await this.#db.transaction().execute(async (trx) => {
+      // RETURNING works on all three (SQLite >= 3.35, PostgreSQL, MariaDB >= 10.5).
+      const { id: endpointId } = await trx
+        .insertInto("webhook_endpoints")
+        .values({
+          url,
+          secret,
+          events: JSON.stringify(events),
+          enabled: enabled ? 1 : 0,
+          created_at: now,
+          updated_at: now,
+        })
+        .returning("id")
+        .executeTakeFirstOrThrow();
+      for (const domainId of domainIds) {
+        await trx
+          .insertInto("webhook_endpoint_domains")
+          .values({ endpoint_id: endpointId, domain_id: domainId })
+          .execute();
+      }
+      return endpointId;
+    });
+    return { endpoint: await this.get(id), secret };
+  }
+
+  async list(): Promise<WebhookEndpoint[]> {
+    const rows = await this.#db.selectFrom("webhook_endpoints").selectAll().orderBy("id").execute();
+    const domains = await this.#domainsByEndpoint();
+    return rows.map((row) => toEndpoint(row, domains.get(row.id) ?? []));
+  }
+
+  async get(id: number): Promise<WebhookEndpoint> {
+    const row = await this.#db
+      .selectFrom("webhook_endpoints")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row) throw notFound("webhook not found");
+    return toEndpoint(row, (await this.#domainsByEndpoint(id)).get(id) ?? []);
+  }
+
+  async update(id: number, input: WebhookInput): Promise<WebhookEndpoint> {
+    await this.get(id);
+    const changes: Partial<{ url: string; events: string; secret: string; enabled: 0 | 1 }> = {};
+    if (input.url !== undefined) changes.url = checkUrl(input.url);
+    if (input.events !== undefined) changes.events = JSON.stringify(checkEvents(input.events));
+    if (input.secret !== undefined) changes.secret = checkSecret(input.secret);
+    if (input.enabled !== undefined) changes.enabled = checkEnabled(input.enabled) ? 1 : 0;
+    const domainIds = input.domains === undefined ? null : await this.#domainIds(input.domains);
+    await this.#db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable("webhook_endpoints")
+        .set({ ...changes, updated_at: nowSeconds() })
+        .where("id", "=", id)
+        .execute();
+      if (domainIds !== null) {
+        await trx.deleteFrom("webhook_endpoint_domains").where("endpoint_id", "=", id).execute();
+        for (const domainId of domainIds) {
+          await trx
+            .insertInto("webhook_endpoint_domains")
+            .values({ endpoint_id: id, domain_id: domainId })
+            .execute();
+        }
+      }
+    });
+    return this.get(id);
+  }
+
+  async delete(id: number): Promise<void> {
+    const result = await this.#db.deleteFrom("webhook_endpoints").where("id", "=", id).executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) throw notFound("webhook not found");
+  }
+
+  async deliveries(
+    endpointId: number,
+    filter: { status?: DeliveryStatus; limit: number; offset: number },
+  ): Promise<{ items: WebhookDelivery[]; total: number }> {
+    await this.get(endpointId);
+    let query = this.#db.selectFrom("webhook_deliveries").where("endpoint_id", "=", endpointId);
+    if (filter.status) query = query.where("status", "=", filter.status);
+    const [rows, count] = await Promise.all([
+      query
+        .selectAll()
+        .orderBy("created_at", "desc")
+        .orderBy("id", "desc")
+        .limit(filter.limit)
+        .offset(filter.offset)
+        .execute(),
+      query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
+    ]);
+    return { items: rows.map(toDelivery), total: Number(count.n) };
+  }
+
+  /** A failed delivery is queued again now; the same bytes and signature are sent. */
+  async retry(deliveryId: string): Promise<WebhookDelivery> {
+    const row = await this.#db
+      .selectFrom("webhook_deliveries")
+      .selectAll()
+      .where("id", "=", deliveryId)
+      .executeTakeFirst();
+    if (!row) throw notFound("delivery not found");
+    if (row.status !== "failed")
+      throw conflict(`delivery is ${row.status}; only failed deliveries can be retried`);
+    await this.#db
+      .updateTable("webhook_deliveries")
+      .set({ status: "pending", next_attempt_at: nowSeconds(), claimed_until: null, claim_token: null })
+      .where("id", "=", deliveryId)
+      .where("status", "=", "failed")
+      .execute();
+    const updated = await this.#db
+      .selectFrom("webhook_deliveries")
+      .selectAll()
+      .where("id", "=", deliveryId)
+      .executeTakeFirstOrThrow();
+    return toDelivery(updated);
+  }
+
+  /** Successful deliveries older than the retention period are removed; failed ones stay for inspection. */
+  async pruneDelivered(olderThanDays = 14, now = nowSeconds()): Promise<number> {
+    const result = await this.#db
+      .deleteFrom("webhook_deliveries")
+      .where("status", "=", "success")
+      .where("created_at", "<", now - olderThanDays * 86400)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  async #domainIds(value: unknown): Promise<number[]> {
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value)) throw invalid("domains: must be a list of domain names");
+    const ids: number[] = [];
+    for (const raw of value) {
+      const name = typeof raw === "string" ? parseDomain(raw) : null;
+      const row = name
+        ? await this.#db.selectFrom("domains").select("id").where("name", "=", name).executeTakeFirst()
+        : undefined;
+      if (!row) throw invalid(`domains: ${String(raw).slice(0, 100)} is not a managed domain`);
+      if (!ids.includes(row.id)) ids.push(row.id);
+    }
+    return ids;
+  }
+
+  async #domainsByEndpoint(endpointId?: number): Promise<Map<number, string[]>> {
+    let query = this.#db
+      .selectFrom("webhook_endpoint_domains")
+      .innerJoin("domains", "domains.id", "webhook_endpoint_domains.domain_id")
+      .select(["webhook_endpoint_domains.endpoint_id", "domains.name"]);
+    if (endpointId !== undefined)
+      query = query.where("webhook_endpoint_domains.endpoint_id", "=", endpointId);
+    const map = new Map<number, string[]>();
+    for (const row of await query.orderBy("domains.name").execute()) {
+      map.set(row.endpoint_id, [...(map.get(row.endpoint_id) ?? []), row.name]);
+    }
+    return map;
+  }
+}
+
+function toEndpoint(
+  row: {
+    id: number;
+    url: string;
+    events: string;
+    enabled: boolean | number;
+    created_at: number;
+    updated_at: number;
+  },
+  domains: string[],
+): WebhookEndpoint {
+  return {
+    id: row.id,
+    url: row.url,
+    events: parseStringList(row.events).filter(isWebhookEvent),
+    domains,
+    enabled: flag(row.enabled),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toDelivery(row: {
+  id: string;
+  endpoint_id: number;
+  type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: number | null;
+  response_code: number | null;
+  response_body: string | null;
+  error: string | null;
+  created_at: number;
+  delivered_at: number | null;
+  body: string;
+}): WebhookDelivery {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    type: row.type,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_at,
+    responseCode: row.response_code,
+    responseBody: row.response_body,
+    error: row.error,
+    createdAt: row.created_at,
+    deliveredAt: row.delivered_at,
+    body: row.body,
+  };
+}
