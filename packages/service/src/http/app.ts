@@ -1,0 +1,87 @@
+import formBody from "@fastify/formbody";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type HTTPMethods,
+  LogController,
+} from "fastify";
+import type { Logger } from "../logger.ts";
+import type { Services } from "../services.ts";
+import { errorHandler } from "./errors.ts";
+import { adminRoutes } from "./routes/admin.ts";
+import { identityRoutes } from "./routes/identity.ts";
+import { mailboxServerRoutes } from "./routes/mailbox-server.ts";
+import { metricsRoutes } from "./routes/metrics.ts";
+import { mtaRoutes } from "./routes/mta.ts";
+import { retentionRoutes } from "./routes/retention.ts";
+import { webmailRoutes } from "./routes/webmail.ts";
+import { wellKnownRoutes } from "./routes/well-known.ts";
+
+export const bodyLimit = 64 * 1024;
+const answeredMethods: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+export interface AppOptions {
+  logger: Logger;
+  services: Services;
+  metricsToken?: string | null;
+}
+
+export async function buildApp({
+  logger,
+  services,
+  metricsToken = null,
+}: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit,
+    routerOptions: { maxParamLength: 1024 },
+    // Per-request lines are written by our own onResponse hook (debug), without bodies or headers.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+  });
+  app.decorateRequest("apiToken", undefined);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: "Not found" }));
+  const { metrics } = services;
+  app.addHook("onResponse", async (request, reply) => {
+    const route = request.routeOptions.url ?? "unmatched";
+    metrics.requests.inc({ method: request.method, route, status: reply.statusCode });
+    metrics.requestDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    request.log.debug({ method: request.method, route, status: reply.statusCode }, "request");
+  });
+
+  const routesByUrl = new Map<string, Set<string>>();
+  app.addHook("onRoute", (route) => {
+    const methods = routesByUrl.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    routesByUrl.set(route.url, methods);
+  });
+
+  await app.register(formBody, { bodyLimit });
+  const groups = [
+    mailboxServerRoutes,
+    mtaRoutes,
+    webmailRoutes,
+    identityRoutes,
+    retentionRoutes,
+    wellKnownRoutes,
+    adminRoutes,
+  ];
+  for (const group of groups) await app.register(async (scope) => group(scope, services));
+  await app.register(async (scope) => metricsRoutes(scope, services, metricsToken));
+
+  // A known path with another method is a 405 that names the allowed methods, before any token check.
+  for (const [url, methods] of [...routesByUrl]) {
+    const missing = answeredMethods.filter((method) => !methods.has(method));
+    if (missing.length === 0) continue;
+    const allow = [...methods].join(", ");
+    app.route({
+      method: missing,
+      url,
+      handler: async (_request, reply) =>
+        reply.code(405).header("Allow", allow).send({ message: "Method not allowed" }),
+    });
+  }
+  return app;
+}

@@ -1,0 +1,87 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { ServiceError } from "../errors.ts";
+
+const statusOfKind: Record<ServiceError["kind"], number> = {
+  not_found: 404,
+  conflict: 409,
+  invalid: 422,
+  bad_request: 400,
+  unavailable: 503,
+};
+
+/** Every error becomes `{"message": ...}` with a 4xx status; a 500 never carries internals. */
+export function errorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof ServiceError) {
+    return reply.code(statusOfKind[error.kind]).send({ message: error.message });
+  }
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    return reply
+      .code(422)
+      .send({ message: `${fastifyError.validationContext ?? "request"}: ${validationText(fastifyError)}` });
+  }
+  switch (fastifyError.code) {
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return reply.code(415).send({ message: "Unsupported format." });
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return reply.code(413).send({ message: "Request body too large (limit 64 KiB)." });
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return reply.code(400).send({ message: 'Request payload contains invalid "json" data.' });
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return reply.code(400).send({ message: "Invalid Content-Length." });
+  }
+  if (error instanceof SyntaxError || fastifyError.statusCode === 400) {
+    const form = String(request.headers["content-type"] ?? "").includes("form");
+    return reply
+      .code(400)
+      .send({ message: `Request payload contains invalid "${form ? "form" : "json"}" data.` });
+  }
+  if (isDatabaseUnavailable(error)) {
+    request.log.warn({ err: { message: error.message, code: fastifyError.code } }, "database unavailable");
+    return reply.code(503).send({ message: "database unavailable, try again" });
+  }
+  const status = fastifyError.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    return reply.code(status).send({ message: error.message });
+  }
+  request.log.error({ err: error }, "request failed");
+  return reply.code(500).send({ message: "internal error" });
+}
+
+function validationText(error: FastifyError): string {
+  const first = error.validation?.[0];
+  if (!first) return error.message;
+  const where = first.instancePath ? first.instancePath.slice(1).replaceAll("/", ".") : "";
+  const missing = (first.params as { missingProperty?: string } | undefined)?.missingProperty;
+  if (missing) return `${missing} is required`;
+  return `${where || "value"} ${first.message ?? "is invalid"}`;
+}
+
+const unavailableCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "PROTOCOL_CONNECTION_LOST",
+  "57P01",
+  "57P03",
+  "08006",
+  "08001",
+  "08003",
+  "SQLITE_BUSY",
+]);
+
+/** Connection-level failures of any of the three drivers: the client should retry. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!error || typeof error !== "object") return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code === "string" && unavailableCodes.has(code)) return true;
+  return (
+    typeof message === "string" &&
+    /(Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|Pool is closed|Can't add new command when connection is in closed state|connection is in closed state|Query read timeout)/i.test(
+      message,
+    )
+  );
+}

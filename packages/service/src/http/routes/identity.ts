@@ -1,0 +1,93 @@
+import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
+import { identityUser } from "../../accounts/lookups.ts";
+import type { Services } from "../../services.ts";
+import { requireScope } from "../auth.ts";
+import { queryInteger, requireDomain } from "../params.ts";
+
+const ValidateBody = Type.Object({
+  credentialType: Type.Optional(Type.String()),
+  password: Type.String({ minLength: 1 }),
+});
+
+/** The identity provider's user storage (spec 4.4); every answer is scoped to one managed domain. */
+export async function identityRoutes(app: FastifyInstance, services: Services) {
+  requireScope(app, services.tokens, "identity");
+  const { lookups } = services;
+
+  app.get("/api/identity/:domain", async (request) => {
+    const { domain } = request.params as { domain: string };
+    const query = request.query as Record<string, unknown>;
+    const domainId = await lookups.identityDomainId(requireDomain(domain));
+    const search = typeof query.search === "string" ? query.search.trim().slice(0, 254) : "";
+    const max = queryInteger(query.max, "max", 10, 500);
+    const first = queryInteger(query.first, "first", 0, Number.MAX_SAFE_INTEGER);
+    return lookups.identitySearch(domainId, search, max, first);
+  });
+
+  app.get("/api/identity/:domain/count", async (request) => {
+    const { domain } = request.params as { domain: string };
+    return lookups.identityCount(await lookups.identityDomainId(requireDomain(domain)));
+  });
+
+  app.get("/api/identity/:domain/user/:email", async (request) => {
+    const { domain, email } = request.params as { domain: string; email: string };
+    const name = requireDomain(domain);
+    const user = await lookups.identityUser(await lookups.identityDomainId(name), name, email);
+    return identityUser(user.email);
+  });
+
+  app.post(
+    "/api/identity/:domain/validate/:email",
+    { schema: { body: ValidateBody } },
+    async (request, reply) => {
+      const { domain, email } = request.params as { domain: string; email: string };
+      const { credentialType = "password", password } = request.body as {
+        credentialType?: string;
+        password: string;
+      };
+      const name = requireDomain(domain);
+      const domainId = await lookups.identityDomainId(name);
+      const failed = () => reply.code(403).send({ message: "authentication failed" });
+      if (credentialType !== "password" && credentialType !== "otp") {
+        return reply.code(400).send({ message: "not supported" });
+      }
+      const user = email.includes("@")
+        ? await lookups.identityUser(domainId, name, email).catch(() => null)
+        : null;
+      if (credentialType === "password") {
+        if (!user) {
+          await services.signIn.signIn("", password);
+          return failed();
+        }
+        const result = await services.signIn.signIn(user.email, password);
+        if (result.kind === "password_change_required")
+          return reply.code(403).send({ message: "password change required" });
+        return result.kind === "ok" ? { message: "success" } : failed();
+      }
+      if (!user || user.roles.includes("ROLE_SPAM")) return failed();
+      if (!user.totpConfirmed) return reply.code(403).send({ message: "not supported" });
+      if (!(await services.signIn.verifySecondFactor(user, password))) return failed();
+      if (user.passwordChangeRequired) return reply.code(403).send({ message: "password change required" });
+      return { message: "success" };
+    },
+  );
+
+  app.get("/api/identity/:domain/configured/:credentialType/:email", async (request, reply) => {
+    const { domain, credentialType, email } = request.params as {
+      domain: string;
+      credentialType: string;
+      email: string;
+    };
+    const name = requireDomain(domain);
+    const user = await lookups.identityUser(await lookups.identityDomainId(name), name, email);
+    if (user.passwordChangeRequired) return reply.code(403).send({ message: "password change required" });
+    if (credentialType === "password") return { message: "success" };
+    if (credentialType === "otp") {
+      return user.totpConfirmed
+        ? { message: "success" }
+        : reply.code(404).send({ message: "user not found" });
+    }
+    return reply.code(404).send({ message: "not supported" });
+  });
+}

@@ -1,0 +1,57 @@
+import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
+import type { Services } from "../../services.ts";
+import { requireScope } from "../auth.ts";
+import { requireAddress } from "../params.ts";
+
+const EmailParams = Type.Object({ email: Type.String() });
+const PasswordBody = Type.Object({ password: Type.String({ minLength: 1 }) });
+
+/** Dovecot's userdb and passdb (spec 4.1). */
+export async function mailboxServerRoutes(app: FastifyInstance, services: Services) {
+  requireScope(app, services.tokens, "mailbox-server");
+
+  app.get("/api/mailbox-server/status", async () => ({ message: "success" }));
+
+  app.get("/api/mailbox-server/:email", { schema: { params: EmailParams } }, async (request) => {
+    const { email } = request.params as { email: string };
+    return { message: "success", body: await services.lookups.userdb(requireAddress(email).email) };
+  });
+
+  app.post(
+    "/api/mailbox-server/:email",
+    { schema: { params: EmailParams, body: PasswordBody } },
+    async (request, reply) => {
+      const { email } = request.params as { email: string };
+      const { password } = request.body as { password: string };
+      requireAddress(email);
+      const result = await services.signIn.signIn(email, password, { unlockMailCrypt: true });
+      switch (result.kind) {
+        case "unknown":
+          return reply.code(404).send({ message: "user not found" });
+        case "wrong_password":
+          return reply.code(401).send({ message: "authentication failed" });
+        case "spam":
+          return reply.code(403).send({ message: "user disabled due to spam role" });
+        case "password_change_required":
+          return reply.code(403).send({ message: "user password change required" });
+      }
+      const { mailCrypt, user } = result;
+      if (mailCrypt.state === "failed") {
+        request.log.error(
+          { user: user.email, reason: mailCrypt.reason },
+          "MailCrypt key could not be decrypted",
+        );
+        return reply.code(500).send({ message: mailCrypt.reason, error: mailCrypt.reason });
+      }
+      return {
+        message: "success",
+        body: {
+          mailCrypt: mailCrypt.state === "unlocked" ? 2 : 0,
+          mailCryptPrivateKey: mailCrypt.state === "unlocked" ? mailCrypt.privateKey : "",
+          mailCryptPublicKey: user.mailCryptPublicKey ?? "",
+        },
+      };
+    },
+  );
+}

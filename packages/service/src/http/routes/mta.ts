@@ -1,0 +1,58 @@
+import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
+import type { Services } from "../../services.ts";
+import { requireScope } from "../auth.ts";
+import { requireAddress, requireDomain } from "../params.ts";
+
+const EmailParams = Type.Object({ email: Type.String() });
+const AuthBody = Type.Object({
+  email: Type.String({ minLength: 1 }),
+  password: Type.String({ minLength: 1 }),
+});
+
+/** Postfix lookups and SMTP authentication (spec 4.2). */
+export async function mtaRoutes(app: FastifyInstance, services: Services) {
+  requireScope(app, services.tokens, "mta");
+  const { lookups } = services;
+
+  app.get("/api/mta/domain/:domain", async (request) => {
+    const { domain } = request.params as { domain: string };
+    return lookups.isManagedDomain(requireDomain(domain));
+  });
+
+  app.get("/api/mta/mailbox/:email", { schema: { params: EmailParams } }, async (request) => {
+    const { email } = request.params as { email: string };
+    return lookups.hasMailbox(requireAddress(email).email);
+  });
+
+  app.get("/api/mta/alias/:email", { schema: { params: EmailParams } }, async (request) => {
+    const { email } = request.params as { email: string };
+    return lookups.aliasDestinations(requireAddress(email).email);
+  });
+
+  app.get("/api/mta/senders/:email", { schema: { params: EmailParams } }, async (request) => {
+    const { email } = request.params as { email: string };
+    return lookups.senders(requireAddress(email).email);
+  });
+
+  app.get("/api/mta/smtp_quota/:email", { schema: { params: EmailParams } }, async (request) => {
+    const { email } = request.params as { email: string };
+    return lookups.smtpQuota(requireAddress(email).email);
+  });
+
+  app.post("/api/mta/auth", { schema: { body: AuthBody } }, async (request, reply) => {
+    const { email, password } = request.body as { email: string; password: string };
+    const result = await services.signIn.signIn(email, password);
+    switch (result.kind) {
+      case "unknown":
+      case "wrong_password":
+        return reply.code(401).send({ message: "authentication failed" });
+      case "spam":
+        return reply.code(403).send({ message: "user disabled due to spam role" });
+      case "password_change_required":
+        return reply.code(403).send({ message: "user password change required" });
+      case "ok":
+        return { message: "success" };
+    }
+  });
+}

@@ -1,0 +1,31 @@
+import type { FastifyInstance } from "fastify";
+import { badRequest } from "../../errors.ts";
+import type { Services } from "../../services.ts";
+import { requireScope } from "../auth.ts";
+import { requireAddress } from "../params.ts";
+
+/** Activity reports and the inactive-user list (spec 4.5). */
+export async function retentionRoutes(app: FastifyInstance, services: Services) {
+  requireScope(app, services.tokens, "retention");
+
+  app.put("/api/retention/:email/touch", async (request) => {
+    const { email } = request.params as { email: string };
+    await services.lookups.touch(requireAddress(email).email, touchTimestamp(request.body));
+    return [];
+  });
+
+  app.get("/api/retention/users", async () => services.lookups.inactiveUsers());
+}
+
+/** The optional `timestamp`: a whole number of Unix seconds (form bodies carry it as a string). */
+function touchTimestamp(body: unknown): number | null {
+  if (body === undefined || body === null || body === "") return null;
+  if (typeof body !== "object" || Array.isArray(body)) throw badRequest("body must be a JSON object");
+  const value = (body as Record<string, unknown>).timestamp;
+  if (value === undefined || value === null) return null;
+  const number = typeof value === "string" && /^\d{1,12}$/.test(value) ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
+    throw badRequest("timestamp: must be a whole number of Unix seconds");
+  }
+  return number;
+}

@@ -1,0 +1,54 @@
+import { createBackground } from "./background.ts";
+import { ConfigError, loadConfig, redactUrl } from "./config.ts";
+import { CryptoPool, ensureThreadPoolSize } from "./credentials/crypto-pool.ts";
+import { openDatabase } from "./db/database.ts";
+import { migrateToLatest } from "./db/migrate.ts";
+import { buildApp } from "./http/app.ts";
+import { createLogger } from "./logger.ts";
+import { createServices } from "./services.ts";
+
+/** config -> database -> services -> HTTP app -> listen; graceful shutdown on SIGTERM/SIGINT. */
+async function main() {
+  const config = loadConfig();
+  ensureThreadPoolSize(config.cryptoPoolSize);
+  const logger = createLogger(config.logLevel);
+  const database = await openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
+  const applied = await migrateToLatest(database);
+  if (applied.length > 0) logger.info({ migrations: applied }, "database schema updated");
+  const services = createServices(database, new CryptoPool(config.cryptoPoolSize));
+  const app = await buildApp({ logger, services, metricsToken: config.metricsToken });
+  const background = createBackground(services, logger, {
+    webhooks: { retryDelays: config.webhookRetryDelays },
+  });
+  const address = await app.listen({ host: config.listen.host, port: config.listen.port });
+  if (config.jobsEnabled) background.start();
+
+  logger.info({ address, database: redactUrl(config.databaseUrl), dialect: database.dialect }, "listening");
+  if ((await services.tokens.list()).length === 0) {
+    logger.info(
+      "no API token yet: create one with  bin/console app:api-token:create --name dovecot --scopes mailbox-server",
+    );
+  }
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    await app.close();
+    await background.stop();
+    await database.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`config error: ${error.message}\n`);
+  } else {
+    process.stderr.write(`start failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  }
+  process.exit(1);
+});
