@@ -1,0 +1,194 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { repoRoot, runConsole, startServiceProcess } from "./helpers/process.ts";
+
+const password = "correct horse battery staple";
+
+describe("operator console and a service started as from the README", () => {
+  let dir: string;
+  let databaseUrl: string;
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), "mas-console-"));
+    databaseUrl = `sqlite:${join(dir, "data.sqlite")}`;
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test("app:migrate creates the schema", () => {
+    const result = runConsole(databaseUrl, ["app:migrate"]);
+    assert.equal(result.status, 0, result.stderr);
+    assert.match(result.stdout, /up to date/);
+  });
+
+  test("domain, user, alias and setting commands; errors are one line and exit non-zero", () => {
+    assert.equal(runConsole(databaseUrl, ["app:domain:create", "example.org"]).status, 0);
+    const dup = runConsole(databaseUrl, ["app:domain:create", "example.org"]);
+    assert.equal(dup.status, 1);
+    assert.equal(dup.stderr, "error: domain example.org already exists\n");
+    const user = runConsole(databaseUrl, [
+      "app:user:create",
+      "--email",
+      "alice@example.org",
+      "--password",
+      password,
+      "--quota",
+      "500",
+    ]);
+    assert.equal(user.status, 0, user.stderr);
+    assert.match(user.stdout, /Created user alice@example.org/);
+    assert.match(
+      user.stdout,
+      /Recovery token .*: [0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n/,
+    );
+    const stdinPassword = runConsole(
+      databaseUrl,
+      ["app:user:create", "--email", "bob@example.org", "--role", "ROLE_ADMIN"],
+      `${password}\n`,
+    );
+    assert.equal(stdinPassword.status, 0, stdinPassword.stderr);
+    const short = runConsole(databaseUrl, [
+      "app:user:create",
+      "--email",
+      "carol@example.org",
+      "--password",
+      "short",
+    ]);
+    assert.equal(short.status, 1);
+    assert.equal(short.stderr.trim().split("\n").length, 1);
+    assert.match(short.stderr, /at least 12/);
+    const badRole = runConsole(databaseUrl, [
+      "app:user:create",
+      "--email",
+      "carol@example.org",
+      "--password",
+      password,
+      "--role",
+      "ROLE_GOD",
+    ]);
+    assert.equal(badRole.status, 1);
+    assert.match(badRole.stderr, /unknown role/);
+    const alias = runConsole(databaseUrl, [
+      "app:alias:create",
+      "--source",
+      "info@example.org",
+      "--destination",
+      "alice@example.org",
+      "--destination",
+      "bob@example.org",
+    ]);
+    assert.equal(alias.status, 0, alias.stderr);
+    const taken = runConsole(databaseUrl, [
+      "app:alias:create",
+      "--source",
+      "alice@example.org",
+      "--destination",
+      "bob@example.org",
+    ]);
+    assert.equal(taken.status, 1);
+    assert.match(taken.stderr, /already taken/);
+    assert.equal(runConsole(databaseUrl, ["app:setting:set", "smtp_quota_limit_per_hour", "100"]).status, 0);
+    const badSetting = runConsole(databaseUrl, ["app:setting:set", "mail_crypt", "7"]);
+    assert.equal(badSetting.status, 1);
+    assert.match(badSetting.stderr, /^error: mail_crypt: must be one of 0, 1, 2, 3\n$/);
+    assert.match(runConsole(databaseUrl, ["app:setting:list"]).stdout, /smtp_quota_limit_per_hour=100/);
+    const unknownCommand = runConsole(databaseUrl, ["app:nothing"]);
+    assert.notEqual(unknownCommand.status, 0);
+  });
+
+  test("tokens: created once in plain, listed without values, deleted", () => {
+    const created = runConsole(databaseUrl, [
+      "app:api-token:create",
+      "--name",
+      "dovecot",
+      "--scopes",
+      "mailbox-server,mta",
+      "--scopes",
+      "retention",
+    ]);
+    assert.equal(created.status, 0, created.stderr);
+    const lines = created.stdout.split("\n").filter((l) => l.startsWith("Token: "));
+    assert.equal(lines.length, 1);
+    assert.match(lines[0] ?? "", /^Token: [0-9a-f]{64}$/);
+    const list = runConsole(databaseUrl, ["app:api-token:list"]);
+    assert.match(list.stdout, /dovecot\tmailbox-server,mta,retention\tlast used: never/);
+    assert.doesNotMatch(list.stdout, /[0-9a-f]{64}/);
+    const bad = runConsole(databaseUrl, ["app:api-token:create", "--name", "x", "--scopes", "everything"]);
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr, /unknown scope/);
+    const plain = (lines[0] ?? "").slice("Token: ".length);
+    assert.equal(runConsole(databaseUrl, ["app:api-token:delete", "--token", plain]).status, 0);
+    assert.equal(runConsole(databaseUrl, ["app:api-token:delete", "--token", plain]).status, 1);
+  });
+
+  test("the service started on that database serves what the console created", async () => {
+    const created = runConsole(databaseUrl, [
+      "app:api-token:create",
+      "--name",
+      "dovecot",
+      "--scopes",
+      "mailbox-server",
+    ]);
+    const token = /Token: ([0-9a-f]{64})/.exec(created.stdout)?.[1] ?? "";
+    const service = await startServiceProcess({ DATABASE_URL: databaseUrl, LOG_LEVEL: "info" });
+    try {
+      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+      const userdb: any = await (
+        await fetch(`${service.url}/api/mailbox-server/alice@example.org`, { headers })
+      ).json();
+      const passdb: any = await (
+        await fetch(`${service.url}/api/mailbox-server/alice@example.org`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ password }),
+        })
+      ).json();
+      assert.equal(passdb.body.mailCrypt, 2);
+      const privatePem = Buffer.from(passdb.body.mailCryptPrivateKey, "base64").toString();
+      const publicPem = execFileSync("openssl", ["pkey", "-pubout"], { input: privatePem }).toString();
+      assert.equal(publicPem, Buffer.from(userdb.body.mailCryptPublicKey, "base64").toString());
+      assert.match(service.output(), /listening/);
+      assert.doesNotMatch(service.output(), new RegExp(token), "the token never reaches the log");
+      assert.doesNotMatch(service.output(), /correct horse/, "the password never reaches the log");
+    } finally {
+      assert.equal(await service.stop("SIGTERM"), 0);
+    }
+  });
+
+  test("a fresh start on an empty database says how to create the first token", async () => {
+    const service = await startServiceProcess({ DATABASE_URL: `sqlite:${join(dir, "fresh", "new.sqlite")}` });
+    try {
+      assert.match(service.output(), /app:api-token:create/);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  test("a bad configuration stops the start with one line naming the variable", () => {
+    for (const [name, value] of [
+      ["LISTEN_ADDR", "nonsense"],
+      ["LOG_LEVEL", "loud"],
+      ["DATABASE_URL", "oracle://x"],
+    ] as const) {
+      const result = (() => {
+        try {
+          execFileSync(`${repoRoot}node_modules/.bin/node`, [`${repoRoot}packages/service/src/main.ts`], {
+            env: { ...process.env, [name]: value },
+            encoding: "utf8",
+            stdio: "pipe",
+          });
+          return { status: 0, stderr: "" };
+        } catch (error) {
+          const e = error as { status: number; stderr: string };
+          return { status: e.status, stderr: e.stderr };
+        }
+      })();
+      assert.equal(result.status, 1, name);
+      assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+      assert.match(result.stderr, new RegExp(`^config error: ${name}:`));
+    }
+  });
+});

@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import { CryptoPool } from "../../src/credentials/crypto-pool.ts";
+import { openDatabase } from "../../src/db/database.ts";
+import { migrateToLatest } from "../../src/db/migrate.ts";
+import { buildApp } from "../../src/http/app.ts";
+import { createLogger } from "../../src/logger.ts";
+import { createServices, type Services } from "../../src/services.ts";
+import type { Scope } from "../../src/tokens/tokens.ts";
+import { freshDatabaseUrl } from "./databases.ts";
+
+export interface TestService {
+  url: string;
+  services: Services;
+  app: FastifyInstance;
+  /** A fresh token with these scopes. */
+  token(...scopes: Scope[]): Promise<string>;
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  token?: string;
+  json?: unknown;
+  form?: Record<string, string>;
+  body?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** Parsed JSON body (undefined when the body is not JSON). */
+  body: any;
+}
+
+/**
+ * The real HTTP server on a free port over a real SQLite file in a temporary directory.
+ * `TEST_DATABASE_URL` switches the whole API suite to another database.
+ */
+export async function startService(options: { metricsToken?: string } = {}): Promise<TestService> {
+  const dir = mkdtempSync(join(tmpdir(), "mas-test-"));
+  const { url, drop } = await freshDatabaseUrl(join(dir, "test.sqlite"));
+  const database = await openDatabase(url, { poolSize: 4 });
+  await migrateToLatest(database);
+  const services = createServices(database, new CryptoPool(2));
+  const app = await buildApp({
+    logger: createLogger("silent"),
+    services,
+    metricsToken: options.metricsToken ?? null,
+  });
+  const address = await app.listen({ host: "127.0.0.1", port: 0 });
+
+  const request = async (
+    method: string,
+    path: string,
+    options: RequestOptions = {},
+  ): Promise<TestResponse> => {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    let body: string | undefined = options.body;
+    if (options.json !== undefined) {
+      headers["content-type"] ??= "application/json";
+      body = JSON.stringify(options.json);
+    } else if (options.form) {
+      headers["content-type"] ??= "application/x-www-form-urlencoded";
+      body = new URLSearchParams(options.form).toString();
+    }
+    const response = await fetch(`${address}${path}`, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: response.status, headers: response.headers, text, body: parsed };
+  };
+
+  return {
+    url: address,
+    services,
+    app,
+    token: async (...scopes) => (await services.tokens.create("test token", scopes)).plainToken,
+    request,
+    async close() {
+      await app.close();
+      await database.close();
+      await drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

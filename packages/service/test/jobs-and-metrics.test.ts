@@ -1,0 +1,244 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { scheduledJobs } from "../src/jobs/jobs.ts";
+import { Scheduler } from "../src/jobs/scheduler.ts";
+import { createLogger } from "../src/logger.ts";
+import { runConsole } from "./helpers/process.ts";
+import { startService, type TestService } from "./helpers/service.ts";
+
+const password = "correct horse battery staple";
+const day = 86400;
+
+describe("scheduled jobs", () => {
+  let service: TestService;
+  let clock = Date.now();
+
+  before(async () => {
+    service = await startService();
+    const { domains, users, database } = service.services;
+    await domains.create("example.org");
+    const old = Math.floor(Date.now() / 1000) - 738 * day;
+    const recent = Math.floor(Date.now() / 1000) - 700 * day;
+    const specs: [string, string[], number | null, number][] = [
+      ["stale", [], old, old],
+      ["never", [], null, old],
+      ["admin", ["ROLE_ADMIN"], old, old],
+      ["domainadmin", ["ROLE_DOMAIN_ADMIN"], old, old],
+      ["permanent", ["ROLE_PERMANENT"], old, old],
+      ["recent", [], recent, old],
+      ["fresh", [], null, recent],
+    ];
+    for (const [local, roles, lastLogin, createdAt] of specs) {
+      await users.create({ email: `${local}@example.org`, password, roles, mailCrypt: false });
+      await database.db
+        .updateTable("users")
+        .set({ last_login_time: lastLogin, created_at: createdAt })
+        .where("email", "=", `${local}@example.org`)
+        .execute();
+    }
+    await service.services.webhooks.create({ url: "http://127.0.0.1:9/none", events: ["user.deleted"] });
+  });
+  after(() => service.close());
+
+  const scheduler = () =>
+    new Scheduler(
+      service.services.database.db,
+      createLogger("silent"),
+      scheduledJobs({
+        db: service.services.database.db,
+        logger: createLogger("silent"),
+        settings: service.services.settings,
+        lifecycle: service.services.lifecycle,
+        webhooks: service.services.webhooks,
+        clock: () => clock,
+      }),
+      { clock: () => clock },
+    );
+
+  test("two schedulers at once: each job runs once per period", async () => {
+    const [a, b] = [scheduler(), scheduler()];
+    const [ranA, ranB] = await Promise.all([a.runDue(), b.runDue()]);
+    assert.deepEqual([...ranA, ...ranB].sort(), ["prune-webhook-deliveries", "remove-inactive-users"]);
+    assert.deepEqual(await a.runDue(), [], "nothing more in the same period");
+    clock += day * 1000;
+    const [nextA, nextB] = await Promise.all([a.runDue(), b.runDue()]);
+    assert.equal(nextA.length + nextB.length, 2, "next day, once each again");
+  });
+
+  test("inactive users were deleted through the normal path; exempt roles and recent users kept", async () => {
+    const { db } = service.services.database;
+    const rows = await db.selectFrom("users").select(["email", "deleted"]).orderBy("email").execute();
+    const deleted = rows.filter((r) => Boolean(r.deleted)).map((r) => r.email);
+    assert.deepEqual(deleted, ["never@example.org", "stale@example.org"]);
+    const deliveries = await db
+      .selectFrom("webhook_deliveries")
+      .select("body")
+      .where("type", "=", "user.deleted")
+      .execute();
+    assert.equal(deliveries.length, 2, "user.deleted recorded for each");
+  });
+
+  test("the period is a setting", async () => {
+    await service.services.settings.update({ inactive_user_days: 600 });
+    const result = await scheduler().runNow("remove-inactive-users");
+    assert.match(result, /^deleted 2, kept 3 exempt/);
+    assert.equal((await service.services.users.get("recent@example.org")).deleted, true);
+    assert.equal(
+      (await service.services.users.get("fresh@example.org")).deleted,
+      true,
+      "never signed in, created 700 days ago",
+    );
+  });
+});
+
+describe("metrics endpoint and console", () => {
+  let service: TestService;
+  before(async () => {
+    service = await startService({ metricsToken: "metrics-secret-token" });
+    await service.services.domains.create("example.org");
+    await service.services.users.create({ email: "m@example.org", password, mailCrypt: false });
+  });
+  after(() => service.close());
+
+  test("needs the metrics token and serves account figures and counters", async () => {
+    assert.equal((await service.request("GET", "/metrics")).status, 401);
+    assert.equal((await service.request("GET", "/metrics", { token: "wrong" })).status, 401);
+    const mta = await service.token("mta");
+    await service.request("POST", "/api/mta/auth", {
+      token: mta,
+      json: { email: "m@example.org", password },
+    });
+    await service.request("POST", "/api/mta/auth", {
+      token: mta,
+      json: { email: "m@example.org", password: "wrong password!!" },
+    });
+    const res = await service.request("GET", "/metrics", { token: "metrics-secret-token" });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^text\/plain/);
+    assert.match(res.text, /^userli_users_active_total 1$/m);
+    assert.match(res.text, /^userli_domains_total 1$/m);
+    assert.match(res.text, /^sign_ins_total\{result="ok"\} 1$/m);
+    assert.match(res.text, /^sign_ins_total\{result="wrong_password"\} 1$/m);
+    assert.match(res.text, /^http_requests_total\{method="POST",route="\/api\/mta\/auth",status="200"\} 1$/m);
+    assert.match(
+      res.text,
+      /^http_request_duration_seconds_bucket\{le="\+Inf",method="POST",route="\/api\/mta\/auth"\} 2$/m,
+    );
+  });
+});
+
+describe("console for the lifecycle", () => {
+  test("delete, reset, restore, password, quota, mailcrypt, alias, openpgp, webhooks, jobs, metrics", async () => {
+    const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const openpgp = await import("openpgp");
+    const dir = mkdtempSync(join(tmpdir(), "mas-console-lc-"));
+    const url = `sqlite:${join(dir, "data.sqlite")}`;
+    const ok = (args: string[], input?: string) => {
+      const result = runConsole(url, args, input);
+      assert.equal(result.status, 0, `${args.join(" ")}: ${result.stderr}`);
+      return result.stdout;
+    };
+    const fails = (args: string[], pattern: RegExp) => {
+      const result = runConsole(url, args);
+      assert.equal(result.status, 1, args.join(" "));
+      assert.match(result.stderr, pattern);
+      assert.equal(result.stderr.trim().split("\n").length, 1);
+    };
+    try {
+      ok(["app:domain:create", "example.org"]);
+      ok(["app:user:create", "--email", "a@example.org", "--password", password, "--quota", "300"]);
+      assert.equal(ok(["app:users:quota", "-u", "a@example.org"]), "300\n");
+      const publicKey = ok(["app:users:mailcrypt", "-u", "a@example.org"]).trim();
+      const [privateKey, samePublic] = ok(["app:users:mailcrypt", "-u", "a@example.org", password])
+        .trim()
+        .split("\n");
+      assert.equal(samePublic, publicKey);
+      assert.match(Buffer.from(privateKey ?? "", "base64").toString(), /BEGIN PRIVATE KEY/);
+      fails(["app:users:mailcrypt", "-u", "a@example.org", "wrong password!!"], /authentication failed/);
+
+      ok(["app:user:password", "-u", "a@example.org"], `${password}\nan entirely new password\n`);
+      const [privateAfter] = ok(["app:users:mailcrypt", "-u", "a@example.org", "an entirely new password"])
+        .trim()
+        .split("\n");
+      assert.equal(privateAfter, privateKey, "the same key, re-sealed under the new password");
+      fails(
+        [
+          "app:user:password",
+          "-u",
+          "a@example.org",
+          "--old-password",
+          "not it at all!",
+          "--password",
+          "whatever whatever",
+        ],
+        /wrong password/,
+      );
+
+      const reset = ok(["app:users:reset", "-u", "a@example.org", "--password", "reset password 123"]);
+      assert.match(reset, /New recovery token \(please hand over to user\): [0-9a-f-]{36}/);
+      ok(["app:alias:create", "--source", "al@example.org", "--owner", "a@example.org"]);
+      assert.match(ok(["app:alias:delete", "-a", "al@example.org", "--dry-run"]), /Would delete alias/);
+      ok(["app:alias:delete", "-a", "al@example.org"]);
+      fails(["app:alias:delete", "-a", "al@example.org"], /not found/);
+
+      const key = await openpgp.generateKey({
+        type: "ecc",
+        curve: "curve25519Legacy",
+        userIDs: [{ email: "a@example.org" }],
+        format: "armored",
+      });
+      writeFileSync(join(dir, "key.asc"), key.publicKey);
+      assert.match(
+        ok(["app:openpgp:import-key", "a@example.org", join(dir, "key.asc")]),
+        /Imported OpenPGP key for email a@example.org: [0-9A-F ]+/,
+      );
+      assert.match(ok(["app:openpgp:show-key", "a@example.org"]), /OpenPGP key for email a@example.org/);
+
+      assert.match(
+        ok(["app:webhook:create", "--url", "http://127.0.0.1:9/x", "--events", "user.deleted,user.reset"]),
+        /Secret: [0-9a-f]{64}/,
+      );
+      assert.match(
+        ok(["app:webhook:list"]),
+        /http:\/\/127.0.0.1:9\/x\tuser.deleted,user.reset\tall domains\tenabled/,
+      );
+      fails(["app:webhook:create", "--url", "http://x.org", "--events", "user.boom"], /unknown event/);
+
+      assert.match(
+        ok(["app:users:delete", "-u", "a@example.org", "--dry-run"]),
+        /Would delete user a@example.org/,
+      );
+      ok(["app:users:delete", "-u", "a@example.org"]);
+      assert.match(ok(["app:openpgp:show-key", "a@example.org"]), /No OpenPGP key found/);
+      fails(["app:users:delete", "-u", "a@example.org"], /user not found/);
+      fails(
+        ["app:users:reset", "-u", "a@example.org", "--password", "reset password 123"],
+        /restore it instead/,
+      );
+      assert.match(
+        ok(["app:users:restore", "-u", "a@example.org", "--password", "restored password 1"]),
+        /Restored user a@example.org/,
+      );
+      fails(
+        ["app:users:restore", "-u", "a@example.org", "--password", "restored password 1"],
+        /reset it instead/,
+      );
+
+      assert.match(ok(["app:jobs:run", "prune-webhook-deliveries"]), /pruned 0/);
+      fails(["app:jobs:run", "dance"], /unknown job/);
+      const metrics = ok(["app:metrics"]);
+      assert.match(metrics, /# TYPE userli_users_total gauge\nuserli_users_total 1\n/);
+      fails(["app:domain:delete", "-d", "example.org"], /still has 1 active users/);
+      assert.match(
+        ok(["app:domain:delete", "-d", "example.org", "--dry-run"]),
+        /Would delete domain example.org with 1 active users/,
+      );
+      ok(["app:domain:delete", "-d", "example.org", "--force"]);
+      assert.match(ok(["app:webhook:delete", "--id", "1"]), /Deleted webhook 1/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

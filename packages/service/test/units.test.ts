@@ -1,0 +1,120 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
+import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
+import { normalizeSetting } from "../src/accounts/settings.ts";
+import { ConfigError, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
+import { ServiceError } from "../src/errors.ts";
+
+describe("configuration", () => {
+  test("defaults", () => {
+    const config = loadConfig({});
+    assert.deepEqual(config.listen, { host: "127.0.0.1", port: 8000 });
+    assert.equal(config.databaseUrl, "sqlite:./var/data.sqlite");
+    assert.equal(config.logLevel, "info");
+    assert.equal(config.metricsToken, null);
+  });
+
+  test("listen addresses", () => {
+    assert.deepEqual(parseListenAddr(":8080"), { host: "0.0.0.0", port: 8080 });
+    assert.deepEqual(parseListenAddr("[::1]:9000"), { host: "::1", port: 9000 });
+    assert.deepEqual(parseListenAddr("0.0.0.0:80"), { host: "0.0.0.0", port: 80 });
+    for (const bad of ["8000", "host:", "host:99999", "a:b"])
+      assert.throws(() => parseListenAddr(bad), ConfigError, bad);
+  });
+
+  test("bad values name the variable", () => {
+    assert.throws(
+      () => loadConfig({ LOG_LEVEL: "chatty" }),
+      (e: unknown) => e instanceof ConfigError && e.message.startsWith("LOG_LEVEL:"),
+    );
+    assert.throws(() => loadConfig({ DATABASE_URL: "mongodb://x" }), /DATABASE_URL:/);
+    assert.throws(() => loadConfig({ DATABASE_POOL_SIZE: "0" }), /DATABASE_POOL_SIZE:/);
+    assert.equal(loadConfig({ DATABASE_URL: "sqlite::memory:" }).databaseUrl, "sqlite::memory:");
+  });
+
+  test("connection URLs are printed without their password", () => {
+    assert.equal(redactUrl("postgres://app:s3cret@db:5432/mail"), "postgres://app:***@db:5432/mail");
+    assert.equal(redactUrl("sqlite:./var/data.sqlite"), "sqlite:./var/data.sqlite");
+  });
+});
+
+describe("addresses", () => {
+  test("valid addresses are lower-cased and split", () => {
+    assert.deepEqual(parseAddress("Alice.B+tag@Example.ORG"), {
+      email: "alice.b+tag@example.org",
+      localPart: "alice.b+tag",
+      domain: "example.org",
+    });
+    assert.equal(parseAddress("ü@bücher.de")?.email, "ü@bücher.de");
+    assert.equal(parseAddress("*@example.org")?.email, "*@example.org");
+  });
+
+  test("anything that cannot be a mailbox address is refused", () => {
+    for (const bad of [
+      "",
+      "*",
+      "@",
+      "a@",
+      "@b.org",
+      "a@b@c.org",
+      "a b@c.org",
+      "a\u0000@b.org",
+      "a@b",
+      ".a@b.org",
+      "a..b@c.org",
+      `${"a".repeat(65)}@b.org`,
+      `a@${"b".repeat(250)}.org`,
+      "a@-b.org",
+      'a"b@c.org',
+    ]) {
+      assert.equal(parseAddress(bad), null, JSON.stringify(bad));
+    }
+    assert.equal(parseDomain("Example.ORG"), "example.org");
+    assert.equal(parseDomain("localhost"), null);
+    assert.equal(parseDomain("a_b.org"), null);
+  });
+});
+
+describe("roles", () => {
+  test("ROLE_USER is always there; implied roles are derived", () => {
+    assert.deepEqual(normalizeRoles(["ROLE_ADMIN"]), ["ROLE_USER", "ROLE_ADMIN"]);
+    assert.ok(effectiveRoles(["ROLE_SPAM"]).has("ROLE_SUSPICIOUS"));
+    assert.ok(effectiveRoles(["ROLE_ADMIN"]).has("ROLE_DOMAIN_ADMIN"));
+    assert.equal(isExemptFromInactivityDeletion(["ROLE_USER", "ROLE_ADMIN"]), true);
+    assert.equal(isExemptFromInactivityDeletion(["ROLE_USER", "ROLE_PERMANENT"]), true);
+    assert.equal(isExemptFromInactivityDeletion(["ROLE_USER", "ROLE_SPAM"]), false);
+  });
+});
+
+describe("settings validation", () => {
+  test("values are normalized to their stored form", () => {
+    assert.equal(normalizeSetting("mail_crypt", 3), "3");
+    assert.equal(normalizeSetting("mail_crypt", "1"), "1");
+    assert.equal(normalizeSetting("weekly_report_enabled", false), "0");
+    assert.equal(normalizeSetting("postmaster_address", ""), "");
+    assert.equal(normalizeSetting("mta_sts_mode", "enforce"), "enforce");
+  });
+
+  test("invalid values name the setting", () => {
+    const cases: [string, unknown][] = [
+      ["mail_crypt", 4],
+      ["mail_crypt", "two"],
+      ["mta_sts_max_age", 60],
+      ["mta_sts_mode", "strict"],
+      ["postmaster_address", "not an address"],
+      ["app_url", "ftp://x"],
+      ["app_name", ""],
+      ["nonexistent", "1"],
+      ["smtp_quota_limit_per_day", -1],
+    ];
+    for (const [name, value] of cases) {
+      assert.throws(
+        () => normalizeSetting(name, value),
+        (error: unknown) =>
+          error instanceof ServiceError && error.kind === "invalid" && error.message.includes(name),
+        `${name}=${String(value)}`,
+      );
+    }
+  });
+});
