@@ -99,6 +99,25 @@ async function main(): Promise<void> {
     process.exit(1);
   };
 
+  // Until everything runs, a signal only waits for the file to be settled.
+  let shutdown = async (signal: string) => {
+    logger.info({ signal }, "stopped during start-up");
+    await store.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+
+  if (
+    !config.toucherSieveLocation.includes("{local_part}") &&
+    !config.toucherSieveLocation.includes("{email}")
+  ) {
+    logger.warn(
+      { sieveLocation: config.toucherSieveLocation },
+      "TOUCHER_SIEVE_LOCATION has no {local_part}: all users of a domain would share one script",
+    );
+  }
+
   const store = new PendingStore(resolve(config.purgerDatabasePath));
   try {
     await store.init();
@@ -165,7 +184,7 @@ async function main(): Promise<void> {
   ]);
 
   let shuttingDown = false;
-  const shutdown = async (signal: string) => {
+  shutdown = async (signal: string) => {
     if (shuttingDown) {
       logger.warn({ signal }, "second signal: exiting at once");
       process.exit(1);
@@ -188,8 +207,6 @@ async function main(): Promise<void> {
     logger.info("stopped");
     process.exit(0);
   };
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
-  process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
 await main();

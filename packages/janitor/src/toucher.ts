@@ -145,6 +145,7 @@ export class Toucher {
     try {
       users = await this.fetchInactiveUsers(signal);
     } catch (error) {
+      if (signal?.aborted) return result;
       this.#log.error({ err: describeError(error) }, "could not fetch the retention list");
       result.failed += 1;
       return result;
@@ -182,6 +183,7 @@ export class Toucher {
         result.touched += 1;
         log.info({ path, reason: decision.reason }, "touched forwarding-only user");
       } catch (error) {
+        if (signal?.aborted) break;
         result.failed += 1;
         log.warn({ path, err: describeError(error) }, "could not check or touch user");
       }

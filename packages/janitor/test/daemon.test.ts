@@ -12,6 +12,7 @@ import {
   event,
   type Janitor,
   postWebhook,
+  processGone,
   readLines,
   readText,
   SECRET,
@@ -292,14 +293,7 @@ describe("purging", () => {
     );
     assert.equal(timedOut["timedOut"], true);
     const [pid] = readLines(join(dir, "pids")).map(Number);
-    await waitFor("the killed shell to be gone", () => {
-      try {
-        process.kill(pid as number, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+    await waitFor("the killed shell to be gone", () => processGone(pid as number));
     assert.deepEqual(
       csvEntries(j.csv).rows.map((r) => r[0]),
       ["slow@example.org"],

@@ -50,6 +50,17 @@ export async function waitFor<T>(
   }
 }
 
+/** True when the process is gone or a zombie (dead, waiting to be reaped by init). */
+export function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  const stat = readText(`/proc/${pid}/stat`);
+  return stat === "" || / Z /.test(stat.slice(stat.lastIndexOf(")")));
+}
+
 export function readText(path: string): string {
   return existsSync(path) ? readFileSync(path, "utf8") : "";
 }

@@ -4,7 +4,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { after, describe, test } from "node:test";
 import { runShellCommand } from "../src/purger.ts";
 import { parseAddress, renderCommand, renderPath, shellQuote } from "../src/shell.ts";
-import { cleanup, tempDir, waitFor } from "./helpers.ts";
+import { cleanup, processGone, tempDir, waitFor } from "./helpers.ts";
 
 const dirs: string[] = [];
 after(() => cleanup(...dirs));
@@ -109,6 +109,11 @@ describe("quoting and placeholders", () => {
     );
     assert.equal(renderCommand("echo '{email}'", values), "echo '''a@b.example'''");
     assert.equal(renderCommand("echo \\{email} {unknown}", values), "echo \\{email} {unknown}");
+    // the doveadm example of docs/janitor.md
+    assert.equal(
+      renderCommand('doveadm -v expunge -u {email} mailbox "*" all && doveadm -v purge -u {email}', values),
+      `doveadm -v expunge -u 'a@b.example' mailbox "*" all && doveadm -v purge -u 'a@b.example'`,
+    );
   });
 
   test("renderPath substitutes verbatim", () => {
@@ -161,14 +166,7 @@ describe("runShellCommand", () => {
     assert.equal(result.ok, false);
     assert.equal(result.timedOut, true);
     const child = Number(execFileSync("cat", [`${dir}/child`], { encoding: "utf8" }));
-    await waitFor("the background sleep to be gone", () => {
-      try {
-        process.kill(child, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+    await waitFor("the background sleep to be gone", () => processGone(child));
   });
 
   test("large output is truncated", async () => {
