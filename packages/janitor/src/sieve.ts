@@ -352,8 +352,9 @@ function validate(commands: Command[]): void {
         throw new SieveSyntaxError('"require" needs one string list', line);
       }
     } else if (name === "redirect") {
-      const strings = command.args.filter((arg) => arg.kind === "strings");
-      if (strings.length !== 1 || strings[0]?.values.length !== 1) {
+      // The address is the last argument; extensions may add tagged ones before it (:copy, :notify "...").
+      const last = command.args.at(-1);
+      if (last?.kind !== "strings" || last.values.length !== 1) {
         throw new SieveSyntaxError('"redirect" needs one address', line);
       }
     }
