@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { freshDatabaseUrl } from "./helpers/databases.ts";
 import { repoRoot, runConsole, startServiceProcess } from "./helpers/process.ts";
 
 const password = "correct horse battery staple";
@@ -12,11 +13,16 @@ describe("operator console and a service started as from the README", () => {
   let dir: string;
   let databaseUrl: string;
 
-  before(() => {
+  let drop: () => Promise<void>;
+
+  before(async () => {
     dir = mkdtempSync(join(tmpdir(), "mas-console-"));
-    databaseUrl = `sqlite:${join(dir, "data.sqlite")}`;
+    ({ url: databaseUrl, drop } = await freshDatabaseUrl(join(dir, "data.sqlite")));
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  after(async () => {
+    await drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   test("app:migrate creates the schema", () => {
     const result = runConsole(databaseUrl, ["app:migrate"]);

@@ -3,6 +3,7 @@ import { after, before, describe, test } from "node:test";
 import { scheduledJobs } from "../src/jobs/jobs.ts";
 import { Scheduler } from "../src/jobs/scheduler.ts";
 import { createLogger } from "../src/logger.ts";
+import { freshDatabaseUrl } from "./helpers/databases.ts";
 import { runConsole } from "./helpers/process.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
@@ -134,7 +135,7 @@ describe("console for the lifecycle", () => {
     const { tmpdir } = await import("node:os");
     const openpgp = await import("openpgp");
     const dir = mkdtempSync(join(tmpdir(), "mas-console-lc-"));
-    const url = `sqlite:${join(dir, "data.sqlite")}`;
+    const { url, drop } = await freshDatabaseUrl(join(dir, "data.sqlite"));
     const ok = (args: string[], input?: string) => {
       const result = runConsole(url, args, input);
       assert.equal(result.status, 0, `${args.join(" ")}: ${result.stderr}`);
@@ -238,6 +239,7 @@ describe("console for the lifecycle", () => {
       ok(["app:domain:delete", "-d", "example.org", "--force"]);
       assert.match(ok(["app:webhook:delete", "--id", "1"]), /Deleted webhook 1/);
     } finally {
+      await drop();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -4,6 +4,7 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import { createBackground } from "../src/background.ts";
 import { createLogger } from "../src/logger.ts";
 import { DeliveryWorker } from "../src/webhooks/worker.ts";
+import { freshDatabaseUrl } from "./helpers/databases.ts";
 import { runConsole, startServiceProcess } from "./helpers/process.ts";
 import { type Receiver, startReceiver } from "./helpers/receiver.ts";
 import { startService, type TestService } from "./helpers/service.ts";
@@ -234,7 +235,7 @@ describe("webhooks across a restart of the service process", () => {
     const { join } = await import("node:path");
     const { tmpdir } = await import("node:os");
     const dir = mkdtempSync(join(tmpdir(), "mas-restart-"));
-    const databaseUrl = `sqlite:${join(dir, "data.sqlite")}`;
+    const { url: databaseUrl, drop } = await freshDatabaseUrl(join(dir, "data.sqlite"));
     try {
       receiver.respond = () => 500;
       runConsole(databaseUrl, ["app:domain:create", "example.org"]);
@@ -266,6 +267,7 @@ describe("webhooks across a restart of the service process", () => {
       }
     } finally {
       await receiver.close();
+      await drop();
       rmSync(dir, { recursive: true, force: true });
     }
   });

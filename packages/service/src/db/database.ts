@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql } from "kysely";
 import type { Database } from "./schema.ts";
 
 export type DialectName = "sqlite" | "postgres" | "mysql";
@@ -10,6 +10,23 @@ export interface DatabaseHandle {
   db: Kysely<Database>;
   dialect: DialectName;
   close(): Promise<void>;
+}
+
+/** Whether the database answers a trivial query within the time limit (health checks). */
+export async function pingDatabase(handle: DatabaseHandle, timeoutMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  const ping = sql`select 1`
+    .execute(handle.db)
+    .then(() => true)
+    .catch(() => false);
+  try {
+    return await Promise.race([ping, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface DatabaseOptions {

@@ -9,6 +9,7 @@ import type { Logger } from "../logger.ts";
 import type { Services } from "../services.ts";
 import { errorHandler } from "./errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { healthRoutes } from "./routes/health.ts";
 import { identityRoutes } from "./routes/identity.ts";
 import { mailboxServerRoutes } from "./routes/mailbox-server.ts";
 import { metricsRoutes } from "./routes/metrics.ts";
@@ -67,6 +68,7 @@ export async function buildApp({
     retentionRoutes,
     wellKnownRoutes,
     adminRoutes,
+    healthRoutes,
   ];
   for (const group of groups) await app.register(async (scope) => group(scope, services));
   await app.register(async (scope) => metricsRoutes(scope, services, metricsToken));

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import { parseDomain } from "../accounts/addresses.ts";
 import { nowSeconds, parseStringList } from "../accounts/users.ts";
+import { insertReturningId } from "../db/insert.ts";
 import { type Database, type DeliveryStatus, flag } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
 import { isWebhookEvent, type WebhookEvent, webhookEvents } from "./payload.ts";
@@ -98,19 +99,14 @@ export class WebhookService {
     const domainIds = await this.#domainIds(input.domains);
     const now = nowSeconds();
     const id = await this.#db.transaction().execute(async (trx) => {
-      // RETURNING works on all three (SQLite >= 3.35, PostgreSQL, MariaDB >= 10.5).
-      const { id: endpointId } = await trx
-        .insertInto("webhook_endpoints")
-        .values({
-          url,
-          secret,
-          events: JSON.stringify(events),
-          enabled: enabled ? 1 : 0,
-          created_at: now,
-          updated_at: now,
-        })
-        .returning("id")
-        .executeTakeFirstOrThrow();
+      const endpointId = await insertReturningId(trx, "webhook_endpoints", {
+        url,
+        secret,
+        events: JSON.stringify(events),
+        enabled: enabled ? 1 : 0,
+        created_at: now,
+        updated_at: now,
+      });
       for (const domainId of domainIds) {
         await trx
           .insertInto("webhook_endpoint_domains")

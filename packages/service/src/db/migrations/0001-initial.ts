@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { type MigrationContext, tableOptions, type VersionedMigration, withId } from "./types.ts";
 
 /** Accounts, credentials, tokens, OpenPGP keys and settings. */
@@ -20,23 +20,23 @@ export const initial: VersionedMigration = {
         .addColumn("domain_id", "integer", (c) => c.notNull().references("domains.id").onDelete("cascade"))
         .addColumn("password", "varchar(255)", (c) => c.notNull())
         .addColumn("roles", "text", (c) => c.notNull())
-        .addColumn("password_change_required", types.flag, (c) => c.notNull().defaultTo(0))
+        .addColumn("password_change_required", types.flag, (c) => c.notNull().defaultTo(sql.lit(false)))
         .addColumn("quota", "integer")
         .addColumn("smtp_quota_per_hour", "integer")
         .addColumn("smtp_quota_per_day", "integer")
-        .addColumn("mail_crypt", types.flag, (c) => c.notNull().defaultTo(0))
+        .addColumn("mail_crypt", types.flag, (c) => c.notNull().defaultTo(sql.lit(false)))
         .addColumn("mail_crypt_public_key", "text")
         .addColumn("mail_crypt_secret_box", "text")
         .addColumn("recovery_secret_box", "text")
         .addColumn("recovery_start_time", types.time)
         .addColumn("totp_secret", "varchar(255)")
-        .addColumn("totp_confirmed", types.flag, (c) => c.notNull().defaultTo(0))
+        .addColumn("totp_confirmed", types.flag, (c) => c.notNull().defaultTo(sql.lit(false)))
         .addColumn("totp_backup_codes", "text", (c) => c.notNull())
         .addColumn("totp_last_step", types.time)
         .addColumn("last_login_time", types.time)
         .addColumn("created_at", types.time, (c) => c.notNull())
         .addColumn("updated_at", types.time, (c) => c.notNull())
-        .addColumn("deleted", types.flag, (c) => c.notNull().defaultTo(0)),
+        .addColumn("deleted", types.flag, (c) => c.notNull().defaultTo(sql.lit(false))),
       context,
     ).execute();
     await db.schema
@@ -60,7 +60,7 @@ export const initial: VersionedMigration = {
         .addColumn("smtp_quota_per_day", "integer")
         .addColumn("created_at", types.time, (c) => c.notNull())
         .addColumn("updated_at", types.time, (c) => c.notNull())
-        .addColumn("deleted", types.flag, (c) => c.notNull().defaultTo(0)),
+        .addColumn("deleted", types.flag, (c) => c.notNull().defaultTo(sql.lit(false))),
       context,
     ).execute();
     await db.schema

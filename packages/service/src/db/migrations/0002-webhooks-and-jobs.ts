@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { type MigrationContext, tableOptions, type VersionedMigration, withId } from "./types.ts";
 
 /** Webhook endpoints, the delivery outbox, and the claims that make scheduled jobs run once. */
@@ -11,7 +11,7 @@ export const webhooksAndJobs: VersionedMigration = {
         .addColumn("url", "varchar(2048)", (c) => c.notNull())
         .addColumn("secret", "varchar(255)", (c) => c.notNull())
         .addColumn("events", "text", (c) => c.notNull())
-        .addColumn("enabled", types.flag, (c) => c.notNull().defaultTo(1))
+        .addColumn("enabled", types.flag, (c) => c.notNull().defaultTo(sql.lit(true)))
         .addColumn("created_at", types.time, (c) => c.notNull())
         .addColumn("updated_at", types.time, (c) => c.notNull()),
       context,

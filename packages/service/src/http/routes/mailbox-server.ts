@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
+import { pingDatabase } from "../../db/database.ts";
 import type { Services } from "../../services.ts";
 import { requireScope } from "../auth.ts";
 import { requireAddress } from "../params.ts";
@@ -11,7 +12,12 @@ const PasswordBody = Type.Object({ password: Type.String({ minLength: 1 }) });
 export async function mailboxServerRoutes(app: FastifyInstance, services: Services) {
   requireScope(app, services.tokens, "mailbox-server");
 
-  app.get("/api/mailbox-server/status", async () => ({ message: "success" }));
+  // Dovecot's adapter checks this at start: it must fail while the database does.
+  app.get("/api/mailbox-server/status", async (_request, reply) =>
+    (await pingDatabase(services.database))
+      ? { message: "success" }
+      : reply.code(503).send({ message: "database unavailable, try again" }),
+  );
 
   app.get("/api/mailbox-server/:email", { schema: { params: EmailParams } }, async (request) => {
     const { email } = request.params as { email: string };
