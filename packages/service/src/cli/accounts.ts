@@ -34,14 +34,17 @@ export function accountCommands(program: Command) {
         if (options.quota !== undefined && !/^\d+$/.test(options.quota))
           throw invalid("--quota: must be a whole number of MiB");
         const created = await withServices((s) =>
-          s.users.create({
-            email: options.email,
-            password,
-            roles: options.role,
-            mailCrypt: options.mailCrypt ? true : undefined,
-            quota: options.quota === undefined ? null : Number(options.quota),
-            passwordChangeRequired: options.passwordChangeRequired ?? false,
-          }),
+          s.users.create(
+            {
+              email: options.email,
+              password,
+              roles: options.role,
+              mailCrypt: options.mailCrypt ? true : undefined,
+              quota: options.quota === undefined ? null : Number(options.quota),
+              passwordChangeRequired: options.passwordChangeRequired ?? false,
+            },
+            { announce: true },
+          ),
         );
         process.stdout.write(`Created user ${created.user.email}\n`);
         if (created.recoveryToken) {
