@@ -1,0 +1,565 @@
+/**
+ * `npm run bench`: the lookup and sign-in paths of the service against the physical limits of the
+ * same machine, measured in the same run. See bench/README.md for what each figure means.
+ *
+ *   node bench/run.ts [--smoke] [--out FILE] [--generator wrk|autocannon] [--profile DIR]
+ *                     [--databases sqlite,postgres,mariadb] [--skip-passdb] [--endpoints a,b]
+ *
+ * PostgreSQL and MariaDB runs happen when TEST_POSTGRES_URL / TEST_MARIADB_URL are set: a fresh
+ * database is created on that server for the run and dropped afterwards.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { openDatabase } from "../packages/service/src/db/database.ts";
+import {
+  benchPassword,
+  type Credentials,
+  endpointScope,
+  fullSize,
+  type GeneratedDataset,
+  generateDataset,
+  type KeyedRequest,
+  keyList,
+  type LookupEndpoint,
+  lookupEndpoints,
+  makeCredentials,
+  passdbList,
+  prng,
+  smokeSize,
+} from "./dataset.ts";
+import { detectLoadGenerator, type LoadGenerator, type LoadResult, runLoad } from "./load.ts";
+import { type PassdbResult, percentile, runPassdb } from "./passdb-client.ts";
+
+const repoRoot = fileURLToPath(new URL("../", import.meta.url));
+const node = process.execPath;
+
+const { values: args } = parseArgs({
+  options: {
+    smoke: { type: "boolean", default: false },
+    out: { type: "string" },
+    generator: { type: "string" },
+    profile: { type: "string" },
+    databases: { type: "string" },
+    endpoints: { type: "string" },
+    "skip-passdb": { type: "boolean", default: false },
+    "skip-baseline": { type: "boolean", default: false },
+  },
+});
+
+const smoke = args.smoke ?? false;
+const settings = smoke
+  ? {
+      seconds: 1,
+      warmupSeconds: 1,
+      connections: [1, 16, 64],
+      passdbSeconds: 2,
+      passdbConcurrency: 8,
+      memoryConcurrency: 20,
+    }
+  : {
+      seconds: 10,
+      warmupSeconds: 3,
+      connections: [1, 16, 64],
+      // An Argon2 sign-in takes ~0.35 s of CPU: longer runs for enough completions per figure.
+      passdbSeconds: 20,
+      passdbConcurrency: 16,
+      memoryConcurrency: 200,
+    };
+/** Lookups during saturated passdb: paced, so the figure shows event-loop delay, not CPU queueing. */
+const saturated = { connections: 16, delayMs: 20 };
+const size = smoke ? smokeSize : fullSize;
+const keysPerList = smoke ? 500 : 20_000;
+const generator = detectLoadGenerator(args.generator);
+const endpoints = args.endpoints
+  ? lookupEndpoints.filter((e) => args.endpoints?.split(",").includes(e))
+  : lookupEndpoints;
+const workDir = mkdtempSync(join(tmpdir(), "mas-bench-"));
+const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+interface Server {
+  child: ChildProcess;
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+let nextPort = 20000 + Math.floor(Math.random() * 20000);
+
+async function waitUntilUp(url: string, child: ChildProcess, what: string, logFile: string) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null)
+      throw new Error(`${what} exited early: ${readFileSync(logFile, "utf8").slice(-2000)}`);
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${what} did not start`);
+      await sleep(100);
+    }
+  }
+}
+
+function stopper(child: ChildProcess): () => Promise<void> {
+  return () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+      setTimeout(() => child.kill("SIGKILL"), 15_000).unref();
+    });
+}
+
+/** The service as production runs it: from source, default configuration, NODE_ENV=production. */
+async function startService(databaseUrl: string, name: string): Promise<Server> {
+  const port = nextPort++;
+  const logFile = join(workDir, `service-${name}.log`);
+  const profileArgs = args.profile
+    ? ["--cpu-prof", `--cpu-prof-dir=${args.profile}`, `--cpu-prof-name=service-${name}.cpuprofile`]
+    : [];
+  const child = spawn(node, [...profileArgs, join(repoRoot, "packages/service/src/main.ts")], {
+    cwd: repoRoot,
+    env: {
+      PATH: process.env.PATH ?? "",
+      NODE_ENV: "production",
+      DATABASE_URL: databaseUrl,
+      LISTEN_ADDR: `127.0.0.1:${port}`,
+    },
+    stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilUp(`${url}/health`, child, "service", logFile);
+  return { child, url, pid: child.pid ?? 0, stop: stopper(child) };
+}
+
+async function startBaseline(bodyBytes: number): Promise<Server> {
+  const port = nextPort++;
+  const logFile = join(workDir, "baseline.log");
+  const child = spawn(node, [join(repoRoot, "bench/baseline-server.ts"), String(port), String(bodyBytes)], {
+    stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilUp(`${url}/`, child, "baseline", logFile);
+  return { child, url, pid: child.pid ?? 0, stop: stopper(child) };
+}
+
+function runArgon2Raw(seconds: number, concurrency: number, credentials: Credentials) {
+  return new Promise<{ poolSize: number; concurrency: number; seconds: number; rps: number }>(
+    (resolve, reject) => {
+      const child = spawn(
+        node,
+        [
+          join(repoRoot, "bench/argon2-raw.ts"),
+          String(seconds),
+          String(concurrency),
+          credentials.passwordHash,
+          benchPassword,
+        ],
+        { env: { PATH: process.env.PATH ?? "" }, stdio: ["ignore", "pipe", "pipe"] },
+      );
+      let output = "";
+      child.stdout.on("data", (chunk) => (output += chunk));
+      child.stderr.on("data", (chunk) => (output += chunk));
+      child.on("close", (code) => {
+        const line = /ARGON2_JSON (\{.*\})/.exec(output)?.[1];
+        if (code !== 0 || !line) reject(new Error(`argon2-raw failed: ${output}`));
+        else resolve(JSON.parse(line));
+      });
+    },
+  );
+}
+
+/** VmHWM (peak resident set) and VmRSS of a process, in MiB. */
+function memoryOf(pid: number): { peakRssMiB: number; rssMiB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
+  return { peakRssMiB: kib("VmHWM") / 1024, rssMiB: kib("VmRSS") / 1024 };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Databases
+
+interface Target {
+  name: "sqlite" | "postgres" | "mariadb";
+  url: string;
+  drop: () => Promise<void>;
+}
+
+async function freshDatabase(name: Target["name"], server: string): Promise<Target> {
+  const database = `mas_bench_${randomBytes(5).toString("hex")}`;
+  const url = new URL(server);
+  url.pathname = `/${database}`;
+  if (name === "postgres") {
+    const pg = (await import("pg")).default;
+    const admin = new pg.Client({ connectionString: server });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${database}`);
+    await admin.end();
+    return {
+      name,
+      url: url.toString(),
+      drop: async () => {
+        const client = new pg.Client({ connectionString: server });
+        await client.connect();
+        await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+        await client.end();
+      },
+    };
+  }
+  const mysql = await import("mysql2/promise");
+  const uri = server.replace(/^mariadb:/, "mysql:");
+  const admin = await mysql.createConnection({ uri });
+  await admin.query(`CREATE DATABASE ${database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  await admin.end();
+  return {
+    name,
+    url: url.toString(),
+    drop: async () => {
+      const client = await mysql.createConnection({ uri });
+      await client.query(`DROP DATABASE IF EXISTS ${database}`);
+      await client.end();
+    },
+  };
+}
+
+async function targets(): Promise<Target[]> {
+  const wanted = args.databases?.split(",") ?? ["sqlite", "postgres", "mariadb"];
+  const list: Target[] = [];
+  if (wanted.includes("sqlite")) {
+    const file = join(workDir, "bench.sqlite");
+    list.push({ name: "sqlite", url: `sqlite:${file}`, drop: async () => rmSync(file, { force: true }) });
+  }
+  if (wanted.includes("postgres") && process.env.TEST_POSTGRES_URL)
+    list.push(await freshDatabase("postgres", process.env.TEST_POSTGRES_URL));
+  if (wanted.includes("mariadb") && process.env.TEST_MARIADB_URL)
+    list.push(await freshDatabase("mariadb", process.env.TEST_MARIADB_URL));
+  return list;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurements
+
+interface EndpointCheck {
+  statuses: Record<string, number>;
+  typicalBytes: number;
+}
+
+/** Asks the service for a sample of each list: statuses must be 200/404, and gives the typical size. */
+async function checkKeys(url: string, token: string, list: KeyedRequest[]): Promise<EndpointCheck> {
+  const statuses: Record<string, number> = {};
+  const sizes: number[] = [];
+  for (const item of list.slice(0, 200)) {
+    const response = await fetch(url + item.path, { headers: { authorization: `Bearer ${token}` } });
+    const body = await response.arrayBuffer();
+    statuses[response.status] = (statuses[response.status] ?? 0) + 1;
+    sizes.push(body.byteLength);
+  }
+  const unexpected = Object.keys(statuses).filter((s) => s !== "200" && s !== "404");
+  if (unexpected.length > 0 || !statuses["200"])
+    throw new Error(`unexpected answers for ${list[0]?.path}: ${JSON.stringify(statuses)}`);
+  sizes.sort((a, b) => a - b);
+  return { statuses, typicalBytes: percentile(sizes, 50) };
+}
+
+interface LookupRow extends LoadResult {
+  endpoint: LookupEndpoint;
+  ratio?: number;
+}
+
+async function lookupMatrix(
+  load: LoadGenerator,
+  url: string,
+  tokens: GeneratedDataset["tokens"],
+  lists: Map<LookupEndpoint, KeyedRequest[]>,
+  label: string,
+): Promise<LookupRow[]> {
+  const rows: LookupRow[] = [];
+  for (const [endpoint, requests] of lists) {
+    const spec = {
+      url,
+      requests,
+      method: "GET" as const,
+      token: tokens[endpointScope(endpoint)],
+      workDir,
+      name: `${label}-${endpoint}`,
+    };
+    await runLoad(load, { ...spec, connections: 64, seconds: settings.warmupSeconds });
+    for (const connections of settings.connections) {
+      const result = await runLoad(load, { ...spec, connections, seconds: settings.seconds });
+      if (result.errors > 0) log(`  ${label} ${endpoint} c=${connections}: ${result.errors} errors`);
+      log(
+        `  ${label.padEnd(8)} ${endpoint.padEnd(10)} c=${String(connections).padStart(2)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms`,
+      );
+      rows.push({ endpoint, ...result });
+    }
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+const started = Date.now();
+log(`load generator: ${generator.version}; ${smoke ? "smoke mode" : "full mode"}; work dir ${workDir}`);
+if (args.profile) mkdirSync(args.profile, { recursive: true });
+const credentials = await makeCredentials();
+const tokensByDb: Record<string, GeneratedDataset["tokens"]> = {};
+const datasets: Record<string, GeneratedDataset> = {};
+const lists = new Map<LookupEndpoint, KeyedRequest[]>();
+for (const [n, endpoint] of lookupEndpoints.entries())
+  if (endpoints.includes(endpoint)) lists.set(endpoint, keyList(endpoint, size, keysPerList, n + 1));
+const mixed: KeyedRequest[] = [];
+{
+  const random = prng(99);
+  for (let n = 0; n < keysPerList; n++) {
+    const endpoint = lookupEndpoints[Math.floor(random() * lookupEndpoints.length)]!;
+    const list = keyList(endpoint, size, 1, n * 6 + 1000);
+    mixed.push(list[Math.floor(random() * list.length)]!);
+  }
+}
+
+const results = {
+  date: new Date().toISOString(),
+  mode: smoke ? "smoke" : "full",
+  machine: {
+    cpus: availableParallelism(),
+    cpuModel: cpus()[0]?.model ?? "unknown",
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    note: "load generator, baseline and service share the same CPUs",
+  },
+  loadGenerator: generator.version,
+  settings: { ...settings, saturatedLookups: saturated, keysPerList, dataset: size },
+  datasets: {} as Record<string, Omit<GeneratedDataset, "tokens">>,
+  keyChecks: {} as Record<string, EndpointCheck>,
+  baseline: [] as (LookupRow & { bodyBytes: number })[],
+  lookups: {} as Record<string, LookupRow[]>,
+  passdb: null as null | {
+    service: PassdbResult;
+    argon2Raw: { poolSize: number; concurrency: number; seconds: number; rps: number };
+    ratio: number;
+  },
+  lookupsDuringPassdb: null as null | { lookups: LoadResult; passdb: PassdbResult },
+  memory: null as null | {
+    concurrentPassdb: number;
+    burst: PassdbResult;
+    peakRssMiB: number;
+    rssMiB: number;
+  },
+  targets: [] as { name: string; target: string; value: number; met: boolean }[],
+  totalSeconds: 0,
+};
+
+const allTargets = await targets();
+try {
+  for (const target of allTargets) {
+    log(`${target.name}: generating the data set`);
+    const handle = await openDatabase(target.url, { poolSize: 4 });
+    try {
+      datasets[target.name] = await generateDataset(handle, size, credentials);
+    } finally {
+      await handle.close();
+    }
+    const { tokens, ...dataset } = datasets[target.name]!;
+    tokensByDb[target.name] = tokens;
+    results.datasets[target.name] = dataset;
+    log(`${target.name}: generated in ${dataset.seconds.toFixed(1)} s`);
+
+    const service = await startService(target.url, target.name);
+    try {
+      // Every target must answer the same keys the same way (statuses checked on a sample).
+      for (const endpoint of endpoints) {
+        const token = tokens[endpointScope(endpoint)];
+        const check = await checkKeys(service.url, token, lists.get(endpoint)!);
+        results.keyChecks[`${target.name} ${endpoint}`] = check;
+      }
+      if (target.name === allTargets[0]?.name && !args["skip-baseline"]) {
+        log("baseline: bare node:http, the same body sizes");
+        for (const endpoint of endpoints) {
+          const bodyBytes = results.keyChecks[`${target.name} ${endpoint}`]!.typicalBytes;
+          const baseline = await startBaseline(bodyBytes);
+          try {
+            const rows = await lookupMatrix(
+              generator.name,
+              baseline.url,
+              tokens,
+              new Map([[endpoint, lists.get(endpoint)!]]),
+              "baseline",
+            );
+            results.baseline.push(
+              ...rows.filter((r) => r.endpoint === endpoint).map((r) => ({ ...r, bodyBytes })),
+            );
+          } finally {
+            await baseline.stop();
+          }
+        }
+      }
+      log(`${target.name}: lookups`);
+      const rows = await lookupMatrix(generator.name, service.url, tokens, lists, target.name);
+      for (const row of rows) {
+        const base = results.baseline.find(
+          (b) => b.endpoint === row.endpoint && b.connections === row.connections,
+        );
+        if (base) row.ratio = row.rps / base.rps;
+      }
+      results.lookups[target.name] = rows;
+
+      if (target.name === "sqlite" && !args["skip-passdb"]) await passdbPhases(service, tokens);
+    } finally {
+      await service.stop();
+    }
+  }
+} finally {
+  for (const target of allTargets) await target.drop().catch(() => {});
+  rmSync(workDir, { recursive: true, force: true });
+}
+
+async function passdbPhases(service: Server, tokens: GeneratedDataset["tokens"]) {
+  const list = passdbList(size, 2000, 7);
+  const { passdbConcurrency: concurrency, passdbSeconds: seconds } = settings;
+  log("argon2: the raw rate (same library, same pool size)");
+  const argon2Raw = await runArgon2Raw(seconds, concurrency, credentials);
+  log(`  raw Argon2 sign-ins ${argon2Raw.rps.toFixed(2)}/s`);
+  log("passdb: MailCrypt sign-ins");
+  await runPassdb(service.url, tokens.mailboxServer, list, concurrency, settings.warmupSeconds);
+  const passdb = await runPassdb(service.url, tokens.mailboxServer, list.slice(500), concurrency, seconds);
+  if (Object.keys(passdb.statuses).some((status) => status !== "200"))
+    throw new Error(`passdb failed: ${JSON.stringify(passdb)}`);
+  log(`  passdb ${passdb.rps.toFixed(2)}/s  p50 ${passdb.p50Ms.toFixed(0)} ms`);
+  results.passdb = { service: passdb, argon2Raw, ratio: passdb.rps / argon2Raw.rps };
+
+  log("lookups while passdb is saturated");
+  const background = runPassdb(
+    service.url,
+    tokens.mailboxServer,
+    list.slice(1000),
+    concurrency,
+    settings.seconds + 2,
+  );
+  await sleep(1000);
+  const lookups = await runLoad(generator.name, {
+    url: service.url,
+    requests: mixed,
+    method: "GET",
+    token: tokens.both,
+    connections: saturated.connections,
+    delayMs: saturated.delayMs,
+    seconds: settings.seconds,
+    workDir,
+    name: "saturated",
+  });
+  const passdbMeanwhile = await background;
+  log(
+    `  lookups ${lookups.rps.toFixed(0)} req/s p99 ${lookups.p99Ms.toFixed(2)} ms; passdb ${passdbMeanwhile.rps.toFixed(2)}/s`,
+  );
+  results.lookupsDuringPassdb = { lookups, passdb: passdbMeanwhile };
+
+  log(`memory: ${settings.memoryConcurrency} concurrent passdb requests`);
+  const burst = await runPassdb(service.url, tokens.mailboxServer, list, settings.memoryConcurrency, 0);
+  const memory = memoryOf(service.pid);
+  log(`  peak RSS ${memory.peakRssMiB.toFixed(0)} MiB`);
+  results.memory = { concurrentPassdb: settings.memoryConcurrency, burst, ...memory };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets, file and table
+
+const at64 = (rows: LookupRow[] | undefined) => (rows ?? []).filter((r) => r.connections === 64);
+for (const row of at64(results.lookups.sqlite)) {
+  results.targets.push({
+    name: `sqlite ${row.endpoint} throughput / baseline (c=64)`,
+    target: ">= 0.5",
+    value: row.ratio ?? 0,
+    met: (row.ratio ?? 0) >= 0.5,
+  });
+  results.targets.push({
+    name: `sqlite ${row.endpoint} p99 ms (c=64)`,
+    target: "< 5",
+    value: row.p99Ms,
+    met: row.p99Ms < 5,
+  });
+}
+if (results.passdb)
+  results.targets.push({
+    name: "passdb / raw Argon2 rate",
+    target: ">= 0.8",
+    value: results.passdb.ratio,
+    met: results.passdb.ratio >= 0.8,
+  });
+if (results.lookupsDuringPassdb)
+  results.targets.push({
+    name: "lookup p99 ms while passdb saturated",
+    target: "< 20",
+    value: results.lookupsDuringPassdb.lookups.p99Ms,
+    met: results.lookupsDuringPassdb.lookups.p99Ms < 20,
+  });
+if (results.memory)
+  results.targets.push({
+    name: `peak RSS MiB with ${results.memory.concurrentPassdb} concurrent passdb`,
+    target: "< 600",
+    value: results.memory.peakRssMiB,
+    met: results.memory.peakRssMiB < 600,
+  });
+for (const row of at64(results.lookups.postgres))
+  results.targets.push({
+    name: `postgres ${row.endpoint} throughput / baseline (c=64)`,
+    target: ">= 0.35",
+    value: row.ratio ?? 0,
+    met: (row.ratio ?? 0) >= 0.35,
+  });
+results.totalSeconds = (Date.now() - started) / 1000;
+
+const out =
+  args.out ??
+  join(repoRoot, "bench/results", `${new Date().toISOString().slice(0, 10)}${smoke ? "-smoke" : ""}.json`);
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+
+const fmt = (n: number | undefined, digits = 0) => (n === undefined ? "" : n.toFixed(digits));
+const lines: string[] = [];
+lines.push(
+  `machine: ${results.machine.cpus} CPUs (${results.machine.cpuModel}), ${results.machine.memoryGiB} GiB, Node ${results.machine.node}; ${results.loadGenerator} on the same CPUs`,
+);
+lines.push("");
+lines.push("| server | endpoint | conns | req/s | p50 ms | p99 ms | ratio | non-2xx | errors |");
+lines.push("|---|---|--:|--:|--:|--:|--:|--:|--:|");
+const table = (label: string, rows: LookupRow[]) => {
+  for (const r of rows)
+    lines.push(
+      `| ${label} | ${r.endpoint} | ${r.connections} | ${fmt(r.rps)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${r.ratio === undefined ? "1" : fmt(r.ratio, 2)} | ${r.non2xx} | ${r.errors} |`,
+    );
+};
+table("baseline", results.baseline);
+for (const [name, rows] of Object.entries(results.lookups)) table(name, rows);
+if (results.passdb) {
+  const { service, argon2Raw, ratio } = results.passdb;
+  lines.push("");
+  lines.push(
+    `passdb (MailCrypt sign-in, ${service.concurrency} concurrent): ${fmt(service.rps, 2)}/s, p50 ${fmt(service.p50Ms)} ms, p99 ${fmt(service.p99Ms)} ms; raw Argon2 (pool ${argon2Raw.poolSize}): ${fmt(argon2Raw.rps, 2)}/s; ratio ${fmt(ratio, 2)}`,
+  );
+}
+if (results.lookupsDuringPassdb) {
+  const { lookups, passdb } = results.lookupsDuringPassdb;
+  lines.push(
+    `lookups while passdb saturated (${saturated.connections} conns, ${saturated.delayMs} ms pause): ${fmt(lookups.rps)} req/s, p50 ${fmt(lookups.p50Ms, 2)} ms, p99 ${fmt(lookups.p99Ms, 2)} ms (passdb meanwhile ${fmt(passdb.rps, 2)}/s)`,
+  );
+}
+if (results.memory)
+  lines.push(
+    `peak RSS (VmHWM) of the service with ${results.memory.concurrentPassdb} concurrent passdb: ${fmt(results.memory.peakRssMiB)} MiB`,
+  );
+lines.push("");
+for (const t of results.targets)
+  lines.push(`${t.met ? "met   " : "MISSED"} ${t.name}: ${fmt(t.value, 2)} (${t.target})`);
+lines.push(`results: ${out} (${fmt(results.totalSeconds)} s)`);
+process.stdout.write(`${lines.join("\n")}\n`);
