@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql } from "kysely";
+import { Kysely, MysqlDialect, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
 import type { Database } from "./schema.ts";
 
 export type DialectName = "sqlite" | "postgres" | "mysql";
@@ -52,8 +52,38 @@ function openSqlite(path: string): DatabaseHandle {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: "sqlite", close: () => db.destroy() };
+}
+
+/** Prepared statements kept per SQL text; Kysely's SQLite driver would prepare on every query. */
+export const statementCacheSize = 256;
+
+/**
+ * better-sqlite3 compiles a statement on each `prepare`, which cost more than running the indexed
+ * lookups themselves. This keeps the most recently used statements of the one connection (an LRU
+ * keyed by SQL text; SQLite re-prepares a cached statement by itself after a schema change). A
+ * statement still iterating (a streamed query) is never handed out twice: a fresh one is prepared.
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      const cached = cache.get(sql);
+      if (cached !== undefined) {
+        if (cached.busy) return sqlite.prepare(sql);
+        // Map order is insertion order: re-inserting marks the statement as most recently used.
+        cache.delete(sql);
+        cache.set(sql, cached);
+        return cached;
+      }
+      const statement = sqlite.prepare(sql);
+      cache.set(sql, statement);
+      if (cache.size > statementCacheSize) cache.delete(cache.keys().next().value as string);
+      return statement;
+    },
+  };
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {
