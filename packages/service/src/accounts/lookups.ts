@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { preparedQuery } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { toFlag } from "../db/schema.ts";
 import { badRequest, notFound } from "../errors.ts";
@@ -31,11 +32,44 @@ export class LookupService {
   readonly #db: Kysely<Database>;
   readonly #settings: SettingsService;
   readonly #users: UserService;
+  // The per-message lookups, compiled once (see preparedQuery).
+  readonly #domainId;
+  readonly #activeUserId;
+  readonly #userSmtpQuota;
+  readonly #aliasSmtpQuota;
+  readonly #aliasDestinations;
 
   constructor(db: Kysely<Database>, settings: SettingsService, users: UserService) {
     this.#db = db;
     this.#settings = settings;
     this.#users = users;
+    this.#domainId = preparedQuery(db, 1, (name: string) =>
+      db.selectFrom("domains").select("id").where("name", "=", name),
+    );
+    this.#activeUserId = preparedQuery(db, 1, (email: string) =>
+      db.selectFrom("users").select("id").where("email", "=", email).where("deleted", "=", activeFlag),
+    );
+    this.#userSmtpQuota = preparedQuery(db, 1, (email: string) =>
+      db
+        .selectFrom("users")
+        .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
+        .where("email", "=", email)
+        .where("deleted", "=", activeFlag),
+    );
+    this.#aliasSmtpQuota = preparedQuery(db, 1, (source: string) =>
+      db
+        .selectFrom("aliases")
+        .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
+        .where("source", "=", source)
+        .where("deleted", "=", activeFlag),
+    );
+    this.#aliasDestinations = preparedQuery(db, 1, (source: string) =>
+      db
+        .selectFrom("aliases")
+        .select("destinations")
+        .where("source", "=", source)
+        .where("deleted", "=", activeFlag),
+    );
   }
 
   async userdb(email: string): Promise<UserdbEntry> {
@@ -52,20 +86,13 @@ export class LookupService {
   async isManagedDomain(rawDomain: string): Promise<boolean> {
     const name = parseDomain(rawDomain);
     if (!name) return false;
-    const row = await this.#db.selectFrom("domains").select("id").where("name", "=", name).executeTakeFirst();
-    return row !== undefined;
+    return (await this.#domainId(name)).length > 0;
   }
 
   async hasMailbox(rawEmail: string): Promise<boolean> {
     const address = parseAddress(rawEmail);
     if (!address) return false;
-    const row = await this.#db
-      .selectFrom("users")
-      .select("id")
-      .where("email", "=", address.email)
-      .where("deleted", "=", activeFlag)
-      .executeTakeFirst();
-    return row !== undefined;
+    return (await this.#activeUserId(address.email)).length > 0;
   }
 
   /** Destinations of an alias; postmaster@ and abuse@ of managed domains go where the settings say. */
@@ -98,18 +125,8 @@ export class LookupService {
   async smtpQuota(rawEmail: string): Promise<{ per_hour: number; per_day: number }> {
     const address = parseAddress(rawEmail);
     if (!address) throw notFound("user not found");
-    let limits = await this.#db
-      .selectFrom("users")
-      .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
-      .where("email", "=", address.email)
-      .where("deleted", "=", activeFlag)
-      .executeTakeFirst();
-    limits ??= await this.#db
-      .selectFrom("aliases")
-      .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
-      .where("source", "=", address.email)
-      .where("deleted", "=", activeFlag)
-      .executeTakeFirst();
+    let [limits] = await this.#userSmtpQuota(address.email);
+    limits ??= (await this.#aliasSmtpQuota(address.email))[0];
     if (!limits) throw notFound("user not found");
     const needsDefaults = limits.smtp_quota_per_hour === null || limits.smtp_quota_per_day === null;
     const defaults = needsDefaults ? await this.#settings.all() : null;
@@ -132,12 +149,7 @@ export class LookupService {
   }
 
   async #activeAliasDestinations(source: string): Promise<string[] | null> {
-    const row = await this.#db
-      .selectFrom("aliases")
-      .select("destinations")
-      .where("source", "=", source)
-      .where("deleted", "=", activeFlag)
-      .executeTakeFirst();
+    const [row] = await this.#aliasDestinations(source);
     return row ? parseStringList(row.destinations) : null;
   }
 

@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { preparedQuery } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { invalid } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
@@ -156,13 +157,20 @@ function decode(name: SettingName, stored: string | undefined): Settings[Setting
  */
 export class SettingsService {
   readonly #db: Kysely<Database>;
+  // Read on every userdb and smtp_quota lookup: compiled once.
+  readonly #allRows;
+  readonly #valueOf;
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
+    this.#allRows = preparedQuery(db, 0, () => db.selectFrom("settings").select(["name", "value"]));
+    this.#valueOf = preparedQuery(db, 1, (name: string) =>
+      db.selectFrom("settings").select("value").where("name", "=", name),
+    );
   }
 
   async all(): Promise<Settings> {
-    const rows = await this.#db.selectFrom("settings").select(["name", "value"]).execute();
+    const rows = await this.#allRows();
     const stored = new Map(rows.map((row) => [row.name, row.value]));
     const result: Record<string, unknown> = {};
     for (const name of Object.keys(settingDefinitions) as SettingName[]) {
@@ -172,11 +180,7 @@ export class SettingsService {
   }
 
   async get<K extends SettingName>(name: K): Promise<Settings[K]> {
-    const row = await this.#db
-      .selectFrom("settings")
-      .select("value")
-      .where("name", "=", name)
-      .executeTakeFirst();
+    const [row] = await this.#valueOf(name);
     return decode(name, row?.value) as Settings[K];
   }
 

@@ -1,6 +1,7 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import { nowSeconds, parseStringList } from "../accounts/users.ts";
+import { preparedQuery } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { invalid, notFound } from "../errors.ts";
 
@@ -24,7 +25,7 @@ export interface CreatedToken {
 
 const lastUsedWriteInterval = 300;
 
-export const hashToken = (plain: string): string => createHash("sha256").update(plain, "utf8").digest("hex");
+export const hashToken = (plain: string): string => hash("sha256", plain, "hex");
 
 export function checkScopes(value: unknown): Scope[] {
   const list = typeof value === "string" ? value.split(",") : value;
@@ -43,9 +44,14 @@ export function checkScopes(value: unknown): Scope[] {
 
 export class TokenService {
   readonly #db: Kysely<Database>;
+  /** Asked on every API request: compiled once. */
+  readonly #byHash;
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
+    this.#byHash = preparedQuery(db, 1, (tokenHash: string) =>
+      db.selectFrom("api_tokens").selectAll().where("token_hash", "=", tokenHash),
+    );
   }
 
   async create(rawName: unknown, rawScopes: unknown): Promise<CreatedToken> {
@@ -86,11 +92,7 @@ export class TokenService {
   /** The token a plain value stands for, or null. Records its use at most every five minutes. */
   async authenticate(plain: string): Promise<ApiToken | null> {
     if (!/^[0-9a-f]{64}$/i.test(plain)) return null;
-    const row = await this.#db
-      .selectFrom("api_tokens")
-      .selectAll()
-      .where("token_hash", "=", hashToken(plain.toLowerCase()))
-      .executeTakeFirst();
+    const [row] = await this.#byHash(hashToken(plain.toLowerCase()));
     if (!row) return null;
     const now = nowSeconds();
     if (row.last_used_at === null || row.last_used_at <= now - lastUsedWriteInterval) {

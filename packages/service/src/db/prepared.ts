@@ -1,0 +1,37 @@
+import type { Compilable, CompiledQuery, Kysely } from "kysely";
+import type { Database } from "./schema.ts";
+
+const marker = (index: number) => `\u0000prepared-parameter-${index}\u0000`;
+
+/**
+ * A query built and compiled once, on first use; each call binds new values to the same SQL.
+ * Kysely otherwise rebuilds its immutable query tree and compiles the same SQL text on every call,
+ * which cost more than the indexed lookups themselves. The SQL comes from the handle's own query
+ * compiler, so the query stays dialect-neutral. `build` receives placeholders (one per argument)
+ * that must be used as plain values (`where(column, "=", value)`), never as lists or in raw SQL.
+ */
+export function preparedQuery<Args extends unknown[], Row>(
+  db: Kysely<Database>,
+  arity: number,
+  build: (...params: Args) => Compilable<Row>,
+): (...args: Args) => Promise<Row[]> {
+  let compiled: { query: CompiledQuery<Row>; slots: number[] } | undefined;
+  const compile = () => {
+    const markers = Array.from({ length: arity }, (_, i) => marker(i));
+    const query = build(...(markers as Args)).compile();
+    const slots = query.parameters.map((value) => markers.indexOf(value as string));
+    for (let i = 0; i < arity; i++)
+      if (!slots.includes(i)) throw new Error(`prepared query: parameter ${i} is not bound as a value`);
+    return { query, slots };
+  };
+  return async (...args: Args): Promise<Row[]> => {
+    compiled ??= compile();
+    const { query, slots } = compiled;
+    const parameters = query.parameters.map((value, i) => {
+      const slot = slots[i] ?? -1;
+      return slot === -1 ? value : args[slot];
+    });
+    const result = await db.executeQuery<Row>({ ...query, parameters });
+    return result.rows;
+  };
+}
