@@ -4,6 +4,9 @@ import BetterSqlite3 from "better-sqlite3";
 import { Kysely, MysqlDialect, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
 import type { Database } from "./schema.ts";
 
+/** A query without an answer for this long fails (the database counts as unavailable). */
+const queryTimeoutMs = 10000;
+
 export type DialectName = "sqlite" | "postgres" | "mysql";
 
 export interface DatabaseHandle {
@@ -95,10 +98,13 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
     max: poolSize,
     connectionTimeoutMillis: 5000,
     idleTimeoutMillis: 30000,
-    query_timeout: 10000,
+    query_timeout: queryTimeoutMs,
   });
-  // An idle client that loses its connection emits 'error'; without a listener that kills the process.
+  // A client that loses its connection emits 'error'; without a listener that kills the process.
+  // The pool listens only while a client is idle, so checked-out clients get their own listener
+  // (the query under way still fails, and the pool drops the broken client when it is released).
   pool.on("error", () => {});
+  pool.on("connect", (client) => client.on("error", () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: "postgres", close: () => db.destroy() };
 }
@@ -114,7 +120,27 @@ async function openMysql(url: string, poolSize: number): Promise<DatabaseHandle>
     supportBigNumbers: true,
     bigNumberStrings: false,
   });
-  pool.on("connection", (connection) => connection.on("error", () => {}));
+  pool.on("connection", (connection) => {
+    connection.on("error", () => {});
+    // mysql2 has no query timeout of its own: a database that stops answering (a network partition,
+    // a frozen server) would hold the query, and the request waiting for it, forever. Fail it after
+    // the time pg's query_timeout allows, and drop the connection from the pool.
+    const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
+    (connection as { query: unknown }).query = (...args: unknown[]) => {
+      const callback = args.at(-1);
+      if (typeof callback !== "function") return query(...args);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        connection.destroy();
+        callback(Object.assign(new Error("Query read timeout"), { code: "ETIMEDOUT" }));
+      }, queryTimeoutMs);
+      return query(...args.slice(0, -1), (...result: unknown[]) => {
+        clearTimeout(timer);
+        if (!timedOut) callback(...result);
+      });
+    };
+  });
   const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
   return { db, dialect: "mysql", close: () => db.destroy() };
 }
