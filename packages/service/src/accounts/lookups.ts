@@ -1,12 +1,12 @@
 import type { Kysely } from "kysely";
 import { preparedQuery } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
-import { toFlag } from "../db/schema.ts";
+import { flag, toFlag } from "../db/schema.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { parseAddress, parseDomain } from "./addresses.ts";
 import { reportsMailCrypt } from "./mail-crypt.ts";
 import { containsText } from "./paging.ts";
-import type { SettingsService } from "./settings.ts";
+import { decodeSetting, type SettingsService, storedSetting } from "./settings.ts";
 import { nowSeconds, parseStringList, type User, type UserService } from "./users.ts";
 
 export interface UserdbEntry {
@@ -35,6 +35,7 @@ export class LookupService {
   // The per-message lookups, compiled once (see preparedQuery).
   readonly #domainId;
   readonly #activeUserId;
+  readonly #userdbRow;
   readonly #userSmtpQuota;
   readonly #aliasSmtpQuota;
   readonly #aliasDestinations;
@@ -49,10 +50,23 @@ export class LookupService {
     this.#activeUserId = preparedQuery(db, 1, (email: string) =>
       db.selectFrom("users").select("id").where("email", "=", email).where("deleted", "=", activeFlag),
     );
+    // The settings these answers depend on are read in the same statement (no extra round trip).
+    this.#userdbRow = preparedQuery(db, 1, (email: string) =>
+      db
+        .selectFrom("users")
+        .select(["email", "mail_crypt", "mail_crypt_public_key", "quota"])
+        .select(storedSetting(db, "mail_crypt").as("mail_crypt_level"))
+        .where("email", "=", email)
+        .where("deleted", "=", activeFlag),
+    );
     this.#userSmtpQuota = preparedQuery(db, 1, (email: string) =>
       db
         .selectFrom("users")
         .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
+        .select([
+          storedSetting(db, "smtp_quota_limit_per_hour").as("default_per_hour"),
+          storedSetting(db, "smtp_quota_limit_per_day").as("default_per_day"),
+        ])
         .where("email", "=", email)
         .where("deleted", "=", activeFlag),
     );
@@ -60,6 +74,10 @@ export class LookupService {
       db
         .selectFrom("aliases")
         .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
+        .select([
+          storedSetting(db, "smtp_quota_limit_per_hour").as("default_per_hour"),
+          storedSetting(db, "smtp_quota_limit_per_day").as("default_per_day"),
+        ])
         .where("source", "=", source)
         .where("deleted", "=", activeFlag),
     );
@@ -72,14 +90,17 @@ export class LookupService {
     );
   }
 
-  async userdb(email: string): Promise<UserdbEntry> {
-    const user = await this.#users.getActive(email);
-    const level = await this.#settings.get("mail_crypt");
+  /** Dovecot's userdb: an active user's MailCrypt state and quota (one query, with the setting). */
+  async userdb(rawEmail: string): Promise<UserdbEntry> {
+    const address = parseAddress(rawEmail);
+    const [row] = address ? await this.#userdbRow(address.email) : [];
+    if (!row) throw notFound("user not found");
+    const level = decodeSetting("mail_crypt", row.mail_crypt_level);
     return {
-      user: user.email,
-      mailCrypt: reportsMailCrypt(level, user.mailCrypt, user.mailCryptPublicKey) ? 2 : 0,
-      mailCryptPublicKey: user.mailCryptPublicKey ?? "",
-      quota: user.quota === null ? "" : `${user.quota}M`,
+      user: row.email,
+      mailCrypt: reportsMailCrypt(level, flag(row.mail_crypt), row.mail_crypt_public_key) ? 2 : 0,
+      mailCryptPublicKey: row.mail_crypt_public_key ?? "",
+      quota: row.quota === null ? "" : `${row.quota}M`,
     };
   }
 
@@ -128,11 +149,10 @@ export class LookupService {
     let [limits] = await this.#userSmtpQuota(address.email);
     limits ??= (await this.#aliasSmtpQuota(address.email))[0];
     if (!limits) throw notFound("user not found");
-    const needsDefaults = limits.smtp_quota_per_hour === null || limits.smtp_quota_per_day === null;
-    const defaults = needsDefaults ? await this.#settings.all() : null;
     return {
-      per_hour: limits.smtp_quota_per_hour ?? defaults?.smtp_quota_limit_per_hour ?? 0,
-      per_day: limits.smtp_quota_per_day ?? defaults?.smtp_quota_limit_per_day ?? 0,
+      per_hour:
+        limits.smtp_quota_per_hour ?? decodeSetting("smtp_quota_limit_per_hour", limits.default_per_hour),
+      per_day: limits.smtp_quota_per_day ?? decodeSetting("smtp_quota_limit_per_day", limits.default_per_day),
     };
   }
 

@@ -143,13 +143,24 @@ export function normalizeSetting(name: string, value: unknown): string {
   }
 }
 
-function decode(name: SettingName, stored: string | undefined): Settings[SettingName] {
+function decode(name: SettingName, stored: string | null | undefined): Settings[SettingName] {
   const def: SettingDefinition = settingDefinitions[name];
-  if (stored === undefined) return def.default;
+  if (stored === undefined || stored === null) return def.default;
   if (def.type === "integer") return Number(stored);
   if (def.type === "boolean") return stored === "1" || stored === "true";
   return stored;
 }
+
+/** A setting's value from its stored text (null or undefined: not stored, the default). */
+export const decodeSetting = <K extends SettingName>(name: K, stored: string | null | undefined) =>
+  decode(name, stored) as Settings[K];
+
+/**
+ * A setting's stored text as a scalar subquery, so a lookup reads the settings it needs in the
+ * same statement (one round trip); decode the column with `decodeSetting`.
+ */
+export const storedSetting = (db: Kysely<Database>, name: SettingName) =>
+  db.selectFrom("settings").select("value").where("name", "=", name);
 
 /**
  * Settings are read from the database on each use (one tiny table), so a change made through any
