@@ -1,0 +1,79 @@
+/**
+ * The benchmark in smoke mode (tiny data set, 1 s runs): proves `npm run bench` still works end to
+ * end. Timings on a shared machine are noise, so nothing here asserts a time or a ratio; it checks
+ * that every phase ran and measured something real.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { lookupEndpoints } from "./dataset.ts";
+
+const repoRoot = fileURLToPath(new URL("../", import.meta.url));
+
+function runBench(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(repoRoot, "bench/run.ts"), ...args], {
+      cwd: repoRoot,
+      // The PostgreSQL/MariaDB repeats are exercised when the suite runs with their URLs set.
+      env: process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}
+
+test("npm run bench --smoke: every phase runs and writes its results", { timeout: 600_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mas-bench-test-"));
+  try {
+    const out = join(dir, "smoke.json");
+    const run = await runBench(["--smoke", "--out", out]);
+    assert.equal(run.code, 0, `bench failed:\n${run.stderr.slice(-4000)}`);
+    const results = JSON.parse(readFileSync(out, "utf8"));
+    assert.equal(results.mode, "smoke");
+
+    // Baseline and SQLite: every lookup endpoint at 1, 16 and 64 connections, with real answers.
+    for (const rows of [results.baseline, results.lookups.sqlite]) {
+      for (const endpoint of lookupEndpoints)
+        for (const connections of [1, 16, 64]) {
+          const row = rows.find((r: any) => r.endpoint === endpoint && r.connections === connections);
+          assert.ok(row, `missing ${endpoint} at ${connections} connections`);
+          assert.ok(row.requests > 0, `${endpoint} c=${connections} served nothing`);
+          assert.equal(row.errors, 0, `${endpoint} c=${connections} had connection errors`);
+        }
+    }
+    // The random keys mix existing and unknown/deleted addresses: both 200 and 404 answers seen.
+    for (const endpoint of lookupEndpoints) {
+      const check = results.keyChecks[`sqlite ${endpoint}`];
+      assert.ok(check.statuses["200"] > 0 && check.statuses["404"] > 0, JSON.stringify(check));
+    }
+    for (const row of results.lookups.sqlite) assert.ok(row.ratio > 0);
+
+    // passdb really signed in (every answer 200), and the raw Argon2 rate was measured beside it.
+    assert.ok(results.passdb.service.completed > 0);
+    assert.deepEqual(Object.keys(results.passdb.service.statuses), ["200"]);
+    assert.ok(results.passdb.argon2Raw.rps > 0);
+    assert.ok(results.lookupsDuringPassdb.lookups.requests > 0);
+    assert.ok(results.memory.peakRssMiB > 0);
+
+    for (const [name, variable] of [
+      ["postgres", "TEST_POSTGRES_URL"],
+      ["mariadb", "TEST_MARIADB_URL"],
+    ] as const)
+      if (process.env[variable]) assert.equal(results.lookups[name]?.length, lookupEndpoints.length * 3);
+
+    // The printed table names every target with its figure.
+    assert.match(run.stdout, /\| baseline \| domain \| 64 \|/);
+    assert.match(run.stdout, /passdb \/ raw Argon2 rate: \d/);
+    assert.match(run.stdout, /peak RSS MiB with \d+ concurrent passdb/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
