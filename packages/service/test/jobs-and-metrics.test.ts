@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { scheduledJobs } from "../src/jobs/jobs.ts";
+import { openDatabase } from "../src/db/database.ts";
+import { removeInactiveUsers, scheduledJobs } from "../src/jobs/jobs.ts";
 import { Scheduler } from "../src/jobs/scheduler.ts";
 import { createLogger } from "../src/logger.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
@@ -89,6 +90,95 @@ describe("scheduled jobs", () => {
       true,
       "never signed in, created 700 days ago",
     );
+  });
+});
+
+describe("a restore counts as activity", () => {
+  // 00:00 UTC today: what a sign-in records as last login.
+  const today = () => Math.floor(Date.now() / 1000 / day) * day;
+  const longAgo = () => Math.floor(Date.now() / 1000) - 800 * day;
+
+  test("admin API: the restored user gets today's last login and survives the inactive-user job", async () => {
+    const service = await startService();
+    try {
+      const admin = await service.token("admin");
+      const call = (method: string, path: string, json?: unknown) =>
+        service.request(method, `/api/admin${path}`, { token: admin, ...(json ? { json } : {}) });
+      await call("POST", "/domains", { name: "example.org" });
+      assert.equal(
+        (await call("POST", "/users", { email: "back@example.org", password, mailCrypt: false })).status,
+        201,
+      );
+      const { db } = service.services.database;
+      // Created long ago and never signed in: exactly who the job deletes.
+      await db
+        .updateTable("users")
+        .set({ created_at: longAgo(), last_login_time: null })
+        .where("email", "=", "back@example.org")
+        .execute();
+      assert.equal((await call("DELETE", "/users/back@example.org")).status, 204);
+      const restored = await call("POST", "/users/back@example.org/restore", {
+        password: "restored password 1",
+      });
+      assert.equal(restored.status, 200, restored.text);
+      const user = await call("GET", "/users/back@example.org");
+      assert.equal(user.body.deleted, false);
+      assert.equal(user.body.lastLoginTime, today(), "last login is today, day-granular like a sign-in");
+      const result = await removeInactiveUsers({
+        db,
+        logger: createLogger("silent"),
+        settings: service.services.settings,
+        lifecycle: service.services.lifecycle,
+        webhooks: service.services.webhooks,
+      });
+      assert.equal(result, "deleted 0, kept 0 exempt, skipped 0");
+      assert.equal((await call("GET", "/users/back@example.org")).body.deleted, false);
+    } finally {
+      await service.close();
+    }
+  });
+
+  test("console: app:users:restore, then app:jobs:run remove-inactive-users keeps the user", async () => {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const dir = mkdtempSync(join(tmpdir(), "mas-restore-"));
+    const { url, drop } = await freshDatabaseUrl(join(dir, "data.sqlite"));
+    const ok = (args: string[]) => {
+      const result = runConsole(url, args);
+      assert.equal(result.status, 0, `${args.join(" ")}: ${result.stderr}`);
+      return result.stdout;
+    };
+    try {
+      ok(["app:domain:create", "example.org"]);
+      ok(["app:user:create", "--email", "back@example.org", "--password", password]);
+      const database = await openDatabase(url, { poolSize: 1 });
+      const lastLogin = async () =>
+        (
+          await database.db
+            .selectFrom("users")
+            .select("last_login_time")
+            .where("email", "=", "back@example.org")
+            .executeTakeFirstOrThrow()
+        ).last_login_time;
+      try {
+        await database.db
+          .updateTable("users")
+          .set({ created_at: longAgo(), last_login_time: null })
+          .where("email", "=", "back@example.org")
+          .execute();
+        ok(["app:users:delete", "-u", "back@example.org"]);
+        ok(["app:users:restore", "-u", "back@example.org", "--password", "restored password 1"]);
+        assert.equal(Number(await lastLogin()), today());
+        assert.match(ok(["app:jobs:run", "remove-inactive-users"]), /deleted 0,/);
+        assert.match(ok(["app:users:quota", "-u", "back@example.org"]), /^$/, "still active");
+      } finally {
+        await database.close();
+      }
+    } finally {
+      await drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -9,7 +9,7 @@ import { parseAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
 import { createMailCryptMaterial, MailCryptLevel, type MailCryptMaterial } from "./mail-crypt.ts";
 import type { SettingsService } from "./settings.ts";
-import { checkNewPassword, nowSeconds, type User, type UserService } from "./users.ts";
+import { activityDay, checkNewPassword, nowSeconds, type User, type UserService } from "./users.ts";
 
 /** A stored password that no verifier accepts (the Unix "locked" convention). */
 export const unusablePassword = (): string => `!deleted!${randomBytes(24).toString("hex")}`;
@@ -108,7 +108,11 @@ export class LifecycleService {
     return { recoveryToken: material?.recoveryToken ?? null };
   }
 
-  /** A deleted user becomes active again with a new password (and keys as for reset); no aliases return. */
+  /**
+   * A deleted user becomes active again with a new password (and keys as for reset); no aliases
+   * return. A restore counts as activity: last login becomes today (as a sign-in records it), so the
+   * inactive-user job does not delete the account again before its owner had a chance to sign in.
+   */
   async restore(rawEmail: string, rawPassword: unknown): Promise<NewCredentials> {
     const password = checkNewPassword(rawPassword);
     const address = parseAddress(String(rawEmail));
@@ -121,7 +125,7 @@ export class LifecycleService {
       .set({
         ...this.#credentialColumns(hash, material),
         deleted: 0,
-        last_login_time: null,
+        last_login_time: activityDay(),
         updated_at: nowSeconds(),
       })
       .where("id", "=", user.id)

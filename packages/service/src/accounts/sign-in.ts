@@ -14,7 +14,7 @@ import { parseAddress } from "./addresses.ts";
 import { MailCryptLevel, reportsMailCrypt } from "./mail-crypt.ts";
 import { effectiveRoles } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
-import { nowSeconds, type User, type UserService } from "./users.ts";
+import { activityDay, nowSeconds, type User, type UserService } from "./users.ts";
 
 /**
  * The outcome of a password sign-in. The password is checked first, so account state (spam,
@@ -37,8 +37,6 @@ export interface SignInOptions {
   /** Open the MailCrypt private key with the password (passdb). */
   unlockMailCrypt?: boolean;
 }
-
-const secondsPerDay = 86400;
 
 export class SignInService {
   readonly #db: Kysely<Database>;
@@ -120,12 +118,9 @@ export class SignInService {
     return Number(result.numUpdatedRows) === 1;
   }
 
-  /**
-   * Last login is kept at day granularity (00:00 UTC of the sign-in day): enough for the
-   * two-year retention rule, less revealing than exact times, and at most one write per user a day.
-   */
+  /** Last login becomes 00:00 UTC of today (`activityDay`): at most one write per user a day. */
   async recordSignIn(user: User): Promise<void> {
-    const day = Math.floor(nowSeconds() / secondsPerDay) * secondsPerDay;
+    const day = activityDay();
     if (user.lastLoginTime !== null && user.lastLoginTime >= day) return;
     await this.#db
       .updateTable("users")

@@ -77,6 +77,16 @@ export function parseStringList(json: string): string[] {
 
 export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
+const secondsPerDay = 86400;
+
+/**
+ * The last-login value that activity records: 00:00 UTC of the current day. Last login is kept at
+ * day granularity (enough for the two-year retention rule, less revealing than exact times); sign-ins
+ * and restores both go through this one rule.
+ */
+export const activityDay = (now: number = nowSeconds()): number =>
+  Math.floor(now / secondsPerDay) * secondsPerDay;
+
 export const minPasswordLength = 12;
 
 /** The password policy for every password a person chooses (create, change, reset, restore). */
