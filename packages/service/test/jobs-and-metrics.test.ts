@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { LifecycleService } from "../src/accounts/lifecycle.ts";
 import { openDatabase } from "../src/db/database.ts";
 import { removeInactiveUsers, scheduledJobs } from "../src/jobs/jobs.ts";
 import { Scheduler } from "../src/jobs/scheduler.ts";
 import { createLogger } from "../src/logger.ts";
+import { WebhookOutbox } from "../src/webhooks/outbox.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
 import { runConsole } from "./helpers/process.ts";
 import { startService, type TestService } from "./helpers/service.ts";
@@ -90,6 +92,87 @@ describe("scheduled jobs", () => {
       true,
       "never signed in, created 700 days ago",
     );
+  });
+});
+
+describe("the inactive-user job re-checks inactivity when it deletes", () => {
+  let service: TestService;
+  let mta: string;
+  const cutoff = () => Math.floor(Date.now() / 1000) - 737 * day;
+
+  before(async () => {
+    service = await startService();
+    mta = await service.token("mta");
+    await service.services.domains.create("example.org");
+  });
+  after(() => service.close());
+
+  /** A user created 800 days ago who never signed in: a candidate of the job. */
+  const inactiveUser = async (local: string) => {
+    await service.services.users.create({ email: `${local}@example.org`, password, mailCrypt: false });
+    await service.services.database.db
+      .updateTable("users")
+      .set({ created_at: Math.floor(Date.now() / 1000) - 800 * day, last_login_time: null })
+      .where("email", "=", `${local}@example.org`)
+      .execute();
+  };
+  /** A real sign-in over HTTP (SMTP authentication), which records today as last login. */
+  const signIn = async (email: string) => {
+    const res = await service.request("POST", "/api/mta/auth", { token: mta, json: { email, password } });
+    assert.equal(res.status, 200, res.text);
+  };
+  const deletedEvents = async (email: string) =>
+    (
+      await service.services.database.db
+        .selectFrom("webhook_deliveries")
+        .select("body")
+        .where("type", "=", "user.deleted")
+        .execute()
+    ).filter((d) => d.body.includes(email)).length;
+
+  test("deleteIfInactive evaluates the rule at delete time", async () => {
+    await service.services.webhooks.create({ url: "http://127.0.0.1:9/none", events: ["user.deleted"] });
+    await inactiveUser("woke");
+    await inactiveUser("sleeper");
+    await service.services.users.create({
+      email: "boss@example.org",
+      password,
+      mailCrypt: false,
+      roles: ["ROLE_ADMIN"],
+    });
+    const { lifecycle, users } = service.services;
+    await signIn("woke@example.org"); // after a selection would have found the user
+    assert.equal(await lifecycle.deleteIfInactive("woke@example.org", cutoff()), "skipped");
+    assert.equal((await users.get("woke@example.org")).deleted, false);
+    assert.equal(await deletedEvents("woke@example.org"), 0, "no user.deleted for a kept user");
+    assert.equal(await lifecycle.deleteIfInactive("sleeper@example.org", cutoff()), "deleted");
+    assert.equal((await users.get("sleeper@example.org")).deleted, true);
+    assert.equal(await deletedEvents("sleeper@example.org"), 1);
+    assert.equal(await lifecycle.deleteIfInactive("boss@example.org", cutoff()), "exempt");
+    assert.equal(await lifecycle.deleteIfInactive("sleeper@example.org", cutoff()), "skipped");
+  });
+
+  test("a user who signs in between the job's selection and the deletion is kept", async () => {
+    await inactiveUser("late");
+    await inactiveUser("gone");
+    const { database, pool, settings, users, webhooks } = service.services;
+    // The real deletion, with a real sign-in of the candidate over HTTP right before it runs.
+    const signsInFirst = new (class extends LifecycleService {
+      override async deleteIfInactive(email: string, cutoff: number) {
+        if (email === "late@example.org") await signIn(email);
+        return super.deleteIfInactive(email, cutoff);
+      }
+    })(database.db, pool, settings, users, new WebhookOutbox());
+    const result = await removeInactiveUsers({
+      db: database.db,
+      logger: createLogger("silent"),
+      settings,
+      lifecycle: signsInFirst,
+      webhooks,
+    });
+    assert.equal(result, "deleted 1, kept 0 exempt, skipped 1");
+    assert.equal((await users.get("late@example.org")).deleted, false, "signed in meanwhile: kept");
+    assert.equal((await users.get("gone@example.org")).deleted, true);
   });
 });
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Kysely, Transaction } from "kysely";
+import type { Expression, ExpressionBuilder, Kysely, SqlBool, Transaction } from "kysely";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
 import { openSecretBox, SecretBoxError, sealSecretBox } from "../credentials/mailcrypt.ts";
 import { hashPassword, verifyPassword } from "../credentials/passwords.ts";
@@ -7,9 +7,11 @@ import type { Database } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
+import { inactiveSince } from "./inactivity.ts";
 import { createMailCryptMaterial, MailCryptLevel, type MailCryptMaterial } from "./mail-crypt.ts";
+import { isExemptFromInactivityDeletion } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
-import { activityDay, checkNewPassword, nowSeconds, type User, type UserService } from "./users.ts";
+import { activityDay, checkNewPassword, nowSeconds, toUser, type User, type UserService } from "./users.ts";
 
 /** A stored password that no verifier accepts (the Unix "locked" convention). */
 export const unusablePassword = (): string => `!deleted!${randomBytes(24).toString("hex")}`;
@@ -30,6 +32,11 @@ const wipedCredentials = {
 export interface NewCredentials {
   recoveryToken: string | null;
 }
+
+/** What the inactive-user job's deletion did with one candidate. */
+export type InactiveDeletion = "deleted" | "exempt" | "skipped";
+
+type UserCondition = (eb: ExpressionBuilder<Database, "users">) => Expression<SqlBool>;
 
 /**
  * What happens to an account over its life: delete, reset, restore, password change. Each is one
@@ -64,7 +71,48 @@ export class LifecycleService {
   async delete(rawEmail: string, trx?: Transaction<Database>): Promise<void> {
     if (!trx) return this.#db.transaction().execute((t) => this.delete(rawEmail, t));
     const user = await this.#active(rawEmail, trx);
+    if (!(await this.#delete(user, trx))) throw notFound("user not found");
+  }
+
+  /**
+   * The inactive-user job's deletion: the normal deletion, done only if the user is still active,
+   * still not exempt and still inactive since `cutoff` when it is deleted. Exemption is judged on
+   * the roles read in this transaction, and the statement that flags the user deleted requires those
+   * roles unchanged and the inactivity rule still true, so a sign-in (or a new role) that lands
+   * between the job's selection and this deletion keeps the user.
+   */
+  async deleteIfInactive(email: string, cutoff: number): Promise<InactiveDeletion> {
+    return this.#db.transaction().execute(async (trx) => {
+      const row = await trx
+        .selectFrom("users")
+        .selectAll()
+        .where("email", "=", email)
+        .where("deleted", "=", 0)
+        .executeTakeFirst();
+      if (!row) return "skipped";
+      const user = toUser(row);
+      if (isExemptFromInactivityDeletion(user.roles)) return "exempt";
+      const stillInactive: UserCondition = (eb) =>
+        eb.and([eb("roles", "=", row.roles), inactiveSince(cutoff)(eb)]);
+      return (await this.#delete(user, trx, stillInactive)) ? "deleted" : "skipped";
+    });
+  }
+
+  /**
+   * The one deletion path. The user row is flagged first, by a statement that also requires the
+   * user still active (and `condition`, when given); when it matches nothing, nothing was written
+   * and false is returned.
+   */
+  async #delete(user: User, trx: Transaction<Database>, condition?: UserCondition): Promise<boolean> {
     const now = nowSeconds();
+    let flag = trx
+      .updateTable("users")
+      .set({ ...wipedCredentials, password: unusablePassword(), deleted: 1, updated_at: now })
+      .where("id", "=", user.id)
+      .where("deleted", "=", 0);
+    if (condition) flag = flag.where(condition);
+    const updated = await flag.executeTakeFirst();
+    if (Number(updated.numUpdatedRows) !== 1) return false;
     // Collected before they are deleted: the reference lost these and kept publishing their keys.
     const aliases = await trx
       .selectFrom("aliases")
@@ -78,16 +126,10 @@ export class LifecycleService {
       .where("user_id", "=", user.id)
       .where("deleted", "=", 0)
       .execute();
-    const updated = await trx
-      .updateTable("users")
-      .set({ ...wipedCredentials, password: unusablePassword(), deleted: 1, updated_at: now })
-      .where("id", "=", user.id)
-      .where("deleted", "=", 0)
-      .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== 1) throw notFound("user not found");
     const freed = [user.email, ...aliases.map((a) => a.source)];
     await this.removeOrphanedOpenPgpKeys(freed, trx);
     await this.#events.record(trx, "user.deleted", user);
+    return true;
   }
 
   /** New password; new keys and recovery token where MailCrypt applies, none otherwise; 2FA off. */

@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
-import type { LifecycleService } from "../accounts/lifecycle.ts";
-import { isExemptFromInactivityDeletion, parseStoredRoles } from "../accounts/roles.ts";
+import { inactiveSince } from "../accounts/inactivity.ts";
+import type { InactiveDeletion, LifecycleService } from "../accounts/lifecycle.ts";
 import type { SettingsService } from "../accounts/settings.ts";
 import { nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
@@ -21,7 +21,9 @@ export interface JobDependencies {
 
 /**
  * Deletes users without a sign-in for the `inactive_user_days` setting (2 years + 7 days), through
- * the normal deletion path; admins, domain admins and permanent users are kept.
+ * the normal deletion path; admins, domain admins and permanent users are kept. Each candidate is
+ * deleted by `LifecycleService.deleteIfInactive`, which checks exemption and inactivity again in the
+ * transaction that deletes: a user who signs in after the selection is skipped, not deleted.
  */
 export async function removeInactiveUsers({
   db,
@@ -34,34 +36,24 @@ export async function removeInactiveUsers({
   const cutoff = now - (await settings.get("inactive_user_days")) * day;
   const candidates = await db
     .selectFrom("users")
-    .select(["email", "roles"])
+    .select("email")
     .where("deleted", "=", 0)
-    .where((eb) =>
-      eb.or([
-        eb("last_login_time", "<=", cutoff),
-        eb.and([eb("last_login_time", "is", null), eb("created_at", "<=", cutoff)]),
-      ]),
-    )
+    .where(inactiveSince(cutoff))
     .orderBy("id")
     .execute();
-  let deleted = 0;
-  let kept = 0;
-  let failed = 0;
+  const counts: Record<InactiveDeletion, number> = { deleted: 0, exempt: 0, skipped: 0 };
   for (const candidate of candidates) {
-    if (isExemptFromInactivityDeletion(parseStoredRoles(candidate.roles))) {
-      kept++;
-      continue;
-    }
     try {
-      await lifecycle.delete(candidate.email);
-      deleted++;
+      const outcome = await lifecycle.deleteIfInactive(candidate.email, cutoff);
+      counts[outcome]++;
+      // Signed in, roles changed or deleted meanwhile (another instance, an admin).
+      if (outcome === "skipped") logger.info({ user: candidate.email }, "inactive user no longer inactive");
     } catch (error) {
-      // Signed in or deleted meanwhile (another instance, an admin): nothing to do for this one.
-      failed++;
+      counts.skipped++;
       logger.warn({ user: candidate.email, err: String(error) }, "inactive user not deleted");
     }
   }
-  return `deleted ${deleted}, kept ${kept} exempt, skipped ${failed}`;
+  return `deleted ${counts.deleted}, kept ${counts.exempt} exempt, skipped ${counts.skipped}`;
 }
 
 export function scheduledJobs(deps: JobDependencies): Job[] {
