@@ -100,6 +100,57 @@ describe("webhooks", () => {
     ]);
   });
 
+  test("a disabled endpoint: deliveries are held, not sent, until it is enabled again; no retry", async () => {
+    const admin = await service.token("admin");
+    const call = (method: string, path: string, json?: unknown) =>
+      service.request(method, `/api/admin${path}`, { token: admin, ...(json ? { json } : {}) });
+    const created = await call("POST", "/webhooks", { url: receiver.url, events: ["user.deleted"], secret });
+    const id = created.body.id as number;
+    const pending = async () =>
+      (await call("GET", `/webhooks/${id}/deliveries?status=pending`)).body.items as {
+        id: string;
+        attempts: number;
+      }[];
+    await service.services.users.create({ email: "held@example.org", password, mailCrypt: false });
+    await service.services.lifecycle.delete("held@example.org");
+    assert.equal((await pending()).length, 1, "queued while enabled");
+
+    assert.equal((await call("PATCH", `/webhooks/${id}`, { enabled: false })).status, 200);
+    assert.equal(await worker().runOnce(), 0, "nothing is attempted for a disabled endpoint");
+    skipped += 3600_000;
+    assert.equal(await worker().runOnce(), 0);
+    assert.equal(receiver.received.length, 0);
+    const [held] = await pending();
+    assert.equal(held?.attempts, 0, "held untouched: still pending, no attempt counted");
+    await service.services.users.create({ email: "later@example.org", password, mailCrypt: false });
+    await service.services.lifecycle.delete("later@example.org");
+    assert.equal((await pending()).length, 1, "no new event is queued while disabled");
+
+    assert.equal((await call("PATCH", `/webhooks/${id}`, { enabled: true })).status, 200);
+    assert.equal(await worker().runOnce(), 1, "sent once enabled again");
+    const [delivery] = await receiver.waitFor(1);
+    assert.equal(JSON.parse(delivery?.body.toString() ?? "{}").data.email, "held@example.org");
+
+    // A failed delivery cannot be retried while its endpoint is disabled.
+    receiver.respond = () => 503;
+    await service.services.users.create({ email: "fails@example.org", password, mailCrypt: false });
+    await service.services.lifecycle.delete("fails@example.org");
+    assert.equal(await worker([]).runOnce(), 1);
+    const failed = (await call("GET", `/webhooks/${id}/deliveries?status=failed`)).body.items[0];
+    assert.ok(failed, "the delivery failed");
+    assert.equal((await call("PATCH", `/webhooks/${id}`, { enabled: false })).status, 200);
+    const refused = await call("POST", `/webhook-deliveries/${failed.id}/retry`);
+    assert.equal(refused.status, 409);
+    assert.deepEqual(refused.body, {
+      message: `webhook endpoint ${id} is disabled; enable it before retrying its deliveries`,
+    });
+    assert.equal((await call("GET", `/webhooks/${id}/deliveries?status=failed`)).body.total, 1);
+    assert.equal((await call("PATCH", `/webhooks/${id}`, { enabled: true })).status, 200);
+    const retried = await call("POST", `/webhook-deliveries/${failed.id}/retry`);
+    assert.equal(retried.status, 200);
+    assert.equal(retried.body.status, "pending");
+  });
+
   test("a receiver answering 500 twice then 200: retried after 10 s and 60 s, then success", async () => {
     const { endpoint } = await service.services.webhooks.create({
       url: receiver.url,

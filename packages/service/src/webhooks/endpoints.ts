@@ -186,16 +186,25 @@ export class WebhookService {
     return { items: rows.map(toDelivery), total: Number(count.n) };
   }
 
-  /** A failed delivery is queued again now; the same bytes and signature are sent. */
+  /**
+   * A failed delivery is queued again now; the same bytes and signature are sent. Not while its
+   * endpoint is disabled: the worker would hold it anyway, so the caller is told instead.
+   */
   async retry(deliveryId: string): Promise<WebhookDelivery> {
     const row = await this.#db
       .selectFrom("webhook_deliveries")
-      .selectAll()
-      .where("id", "=", deliveryId)
+      .innerJoin("webhook_endpoints", "webhook_endpoints.id", "webhook_deliveries.endpoint_id")
+      .selectAll("webhook_deliveries")
+      .select("webhook_endpoints.enabled")
+      .where("webhook_deliveries.id", "=", deliveryId)
       .executeTakeFirst();
     if (!row) throw notFound("delivery not found");
     if (row.status !== "failed")
       throw conflict(`delivery is ${row.status}; only failed deliveries can be retried`);
+    if (!flag(row.enabled))
+      throw conflict(
+        `webhook endpoint ${row.endpoint_id} is disabled; enable it before retrying its deliveries`,
+      );
     await this.#db
       .updateTable("webhook_deliveries")
       .set({ status: "pending", next_attempt_at: nowSeconds(), claimed_until: null, claim_token: null })

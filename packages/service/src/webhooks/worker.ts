@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Kysely } from "kysely";
+import type { Expression, ExpressionBuilder, Kysely, SqlBool } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Logger } from "../logger.ts";
 
@@ -25,9 +25,24 @@ export const defaultRetryDelays = [10, 60, 360];
 const maxStoredText = 4096;
 
 /**
+ * A delivery is sent only while its endpoint is enabled. Deliveries of a disabled endpoint stay
+ * pending, untouched (attempts, next attempt time), and go out once the endpoint is enabled again.
+ */
+const endpointEnabled = (eb: ExpressionBuilder<Database, "webhook_deliveries">): Expression<SqlBool> =>
+  eb(
+    "webhook_deliveries.endpoint_id",
+    "in",
+    eb
+      .selectFrom("webhook_endpoints")
+      .select("webhook_endpoints.id")
+      .where("webhook_endpoints.enabled", "=", 1),
+  );
+
+/**
  * Sends due outbox rows. A row is claimed with a conditional update that sets a lease, so when
  * several instances (or a restarted one) poll the same table, each attempt is made by one worker;
- * a worker that dies mid-attempt loses its lease and the row becomes due again.
+ * a worker that dies mid-attempt loses its lease and the row becomes due again. The claim also
+ * requires the endpoint enabled, so nothing is sent to a disabled endpoint.
  */
 export class DeliveryWorker {
   readonly #db: Kysely<Database>;
@@ -87,6 +102,7 @@ export class DeliveryWorker {
         .where("status", "=", "pending")
         .where("next_attempt_at", "<=", now)
         .where((eb) => eb.or([eb("claimed_until", "is", null), eb("claimed_until", "<", now)]))
+        .where(endpointEnabled)
         .orderBy("next_attempt_at")
         .limit(this.#concurrency)
         .execute();
@@ -109,6 +125,7 @@ export class DeliveryWorker {
       .where("status", "=", "pending")
       .where("next_attempt_at", "<=", now)
       .where((eb) => eb.or([eb("claimed_until", "is", null), eb("claimed_until", "<", now)]))
+      .where(endpointEnabled)
       .executeTakeFirst();
     if (Number(claimed.numUpdatedRows) !== 1) return false;
     const delivery = await this.#db
