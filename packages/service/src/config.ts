@@ -1,4 +1,5 @@
 import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -19,7 +20,12 @@ const logLevels: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug
 /** A configuration problem: its message is one line naming the variable. */
 export class ConfigError extends Error {}
 
-export const defaultDatabaseUrl = "sqlite:./var/data.sqlite";
+/**
+ * The default database, `var/data.sqlite` in the repository root: resolved from this file's location,
+ * not the working directory, so `npm start` and `bin/console` run from anywhere use the same file.
+ * An explicit relative `DATABASE_URL` path stays relative to the working directory.
+ */
+export const defaultDatabaseUrl = `sqlite:${fileURLToPath(new URL("../../../var/data.sqlite", import.meta.url))}`;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {

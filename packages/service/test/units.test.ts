@@ -1,18 +1,35 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { tmpdir } from "node:os";
 import { describe, test } from "node:test";
 import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
 import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
 import { normalizeSetting } from "../src/accounts/settings.ts";
 import { ConfigError, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
 import { ServiceError } from "../src/errors.ts";
+import { repoRoot } from "./helpers/process.ts";
 
 describe("configuration", () => {
   test("defaults", () => {
     const config = loadConfig({});
     assert.deepEqual(config.listen, { host: "127.0.0.1", port: 8000 });
-    assert.equal(config.databaseUrl, "sqlite:./var/data.sqlite");
+    assert.equal(config.databaseUrl, `sqlite:${repoRoot}var/data.sqlite`);
     assert.equal(config.logLevel, "info");
     assert.equal(config.metricsToken, null);
+  });
+
+  test("the default SQLite file is the repository's var/data.sqlite, whatever the working directory", () => {
+    const configModule = new URL("../src/config.ts", import.meta.url).href;
+    const script = `const { loadConfig } = await import(${JSON.stringify(configModule)}); console.log(loadConfig({}).databaseUrl);`;
+    for (const cwd of [repoRoot, tmpdir(), `${repoRoot}packages/service`]) {
+      const url = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+        cwd,
+        encoding: "utf8",
+      }).trim();
+      assert.equal(url, `sqlite:${repoRoot}var/data.sqlite`, cwd);
+    }
+    // An explicit relative path is the operator's: relative to the working directory, as given.
+    assert.equal(loadConfig({ DATABASE_URL: "sqlite:./mine.sqlite" }).databaseUrl, "sqlite:./mine.sqlite");
   });
 
   test("listen addresses", () => {
