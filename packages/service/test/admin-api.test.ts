@@ -534,6 +534,66 @@ describe("admin API", () => {
     });
   });
 
+  describe("OpenPGP keys larger than the 64 KiB body limit", () => {
+    test("the upload route takes keys up to the importer's limit, armored, as JSON or binary", async () => {
+      await call("POST", "/domains", { name: "bigkeys.org" });
+      await call("POST", "/users", { email: "big@bigkeys.org", password, mailCrypt: false });
+      // A real key padded with 700 user IDs of other addresses, each with its own self-signature.
+      const userIDs = [
+        { name: "Big", email: "big@bigkeys.org" },
+        ...Array.from({ length: 700 }, (_, i) => ({
+          name: `Someone Else Number ${i}`,
+          email: `someone.else.${i}@elsewhere.example.net`,
+        })),
+      ];
+      const { publicKey } = await openpgp.generateKey({
+        type: "ecc",
+        curve: "curve25519Legacy",
+        userIDs,
+        format: "armored",
+      });
+      assert.ok(publicKey.length > 64 * 1024, `the armored key is ${publicKey.length} bytes`);
+      const binary = (await openpgp.readKey({ armoredKey: publicKey })).write();
+      assert.ok(binary.byteLength > 64 * 1024, `the binary key is ${binary.byteLength} bytes`);
+      const put = (body: string | Uint8Array, contentType: string) =>
+        service.request("PUT", "/api/admin/openpgp-keys/big@bigkeys.org", {
+          token: admin,
+          headers: { "content-type": contentType },
+          body: body as string,
+        });
+
+      const armored = await put(publicKey, "text/plain");
+      assert.equal(armored.status, 200, armored.text);
+      const json = await call("PUT", "/openpgp-keys/big@bigkeys.org", { key: publicKey });
+      assert.equal(json.status, 200, json.text);
+      assert.equal(json.body.fingerprint, armored.body.fingerprint);
+      const fromBinary = await put(binary, "application/octet-stream");
+      assert.equal(fromBinary.status, 200, fromBinary.text);
+      const wkd = await fetch(`${service.url}/.well-known/openpgpkey/bigkeys.org/hu/${armored.body.wkdHash}`);
+      const published = await openpgp.readKey({ binaryKey: new Uint8Array(await wkd.arrayBuffer()) });
+      assert.deepEqual(
+        published.users.map((u) => u.userID?.email),
+        ["big@bigkeys.org"],
+        "only the address's own user ID is published",
+      );
+
+      // Beyond the importer's limit: 422 from the importer; beyond the route's body limit: 413.
+      const tooBig = `-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n${"A".repeat(1_600_000)}\n`;
+      const refused = await put(tooBig, "text/plain");
+      assert.equal(refused.status, 422);
+      assert.match(refused.body.message, /^key: larger than 1 MiB/);
+      const huge = await put("A".repeat(2 * 1024 * 1024 + 1), "text/plain");
+      assert.equal(huge.status, 413);
+      assert.deepEqual(huge.body, { message: "Request body too large (limit 2 MiB)." });
+      const elsewhere = await service.request("POST", "/api/admin/users", {
+        token: admin,
+        json: { email: "x@example.org", password: "y".repeat(70 * 1024) },
+      });
+      assert.equal(elsewhere.status, 413, "other routes keep the 64 KiB limit");
+      assert.deepEqual(elsewhere.body, { message: "Request body too large (limit 64 KiB)." });
+    });
+  });
+
   describe("domain deletion", () => {
     test("409 while it has active users; force deletes them through the normal path", async () => {
       await call("POST", "/domains", { name: "closing.org" });

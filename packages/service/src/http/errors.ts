@@ -24,7 +24,9 @@ export function errorHandler(error: FastifyError | Error, request: FastifyReques
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return reply.code(415).send({ message: "Unsupported format." });
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return reply.code(413).send({ message: "Request body too large (limit 64 KiB)." });
+      return reply
+        .code(413)
+        .send({ message: `Request body too large (limit ${byteSize(request.routeOptions.bodyLimit)}).` });
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return reply.code(400).send({ message: 'Request payload contains invalid "json" data.' });
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
@@ -46,6 +48,12 @@ export function errorHandler(error: FastifyError | Error, request: FastifyReques
   }
   request.log.error({ err: error }, "request failed");
   return reply.code(500).send({ message: "internal error" });
+}
+
+/** 65536 -> "64 KiB", 2097152 -> "2 MiB". */
+function byteSize(bytes: number): string {
+  const mib = 1024 * 1024;
+  return bytes % mib === 0 ? `${bytes / mib} MiB` : `${Math.round(bytes / 1024)} KiB`;
 }
 
 function validationText(error: FastifyError): string {

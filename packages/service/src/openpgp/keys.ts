@@ -14,7 +14,23 @@ export interface OpenPgpKeyInfo {
   wkdHash: string;
 }
 
-const maxKeySize = 1024 * 1024;
+/** The largest key accepted: 1 MiB of binary OpenPGP data. */
+export const maxKeyBytes = 1024 * 1024;
+
+/**
+ * The same limit for armored text: base64 (4 bytes per 3), a CRLF after every 64 characters, and
+ * 4 KiB for the BEGIN/END lines, armor headers and checksum.
+ */
+export const maxArmoredKeyBytes = Math.ceil(maxKeyBytes / 3) * 4 * (66 / 64) + 4096;
+
+/**
+ * The HTTP body limit of the key upload: an armored key at the importer's limit still fits, also
+ * as JSON (`{"key": ...}`, each CRLF escaped to four characters, `/` possibly escaped as `\/`). The
+ * importer enforces the key limits above; this only keeps the body from cutting them short.
+ */
+export const maxKeyUploadBodyBytes = 2 * maxKeyBytes;
+
+const armorMarker = "-----BEGIN PGP ";
 
 /** GnuPG's spaced fingerprint: groups of four, a double space in the middle. */
 export function formatFingerprint(hex: string): string {
@@ -50,7 +66,11 @@ export class OpenPgpKeyService {
     const address = parseAddress(String(rawEmail));
     if (!address) throw invalid("email: not a valid e-mail address");
     const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
-    if (size === 0 || size > maxKeySize) throw invalid("key: no OpenPGP data");
+    if (size === 0) throw invalid("key: no OpenPGP data");
+    const armored =
+      typeof data === "string" ? data.includes(armorMarker) : Buffer.from(data).includes(armorMarker);
+    if (size > (armored ? maxArmoredKeyBytes : maxKeyBytes))
+      throw invalid("key: larger than 1 MiB (binary), or about 1.4 MiB armored");
     const domain = await this.#db
       .selectFrom("domains")
       .select("id")

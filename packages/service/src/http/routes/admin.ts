@@ -3,6 +3,7 @@ import { readPage } from "../../accounts/paging.ts";
 import { toUserView, type UserStatus } from "../../accounts/users.ts";
 import type { DeliveryStatus } from "../../db/schema.ts";
 import { badRequest, invalid } from "../../errors.ts";
+import { maxKeyUploadBodyBytes } from "../../openpgp/keys.ts";
 import type { Services } from "../../services.ts";
 import { requireScope } from "../auth.ts";
 
@@ -184,7 +185,9 @@ export async function adminRoutes(app: FastifyInstance, services: Services) {
   app.addContentTypeParser("text/plain", { parseAs: "string" }, (_request, payload, done) =>
     done(null, payload),
   );
-  app.put(`${prefix}/openpgp-keys/:email`, async (request) => {
+  // Keys may be far larger than the 64 KiB of other bodies (many user IDs, photos): this route
+  // takes bodies up to the importer's limit, and the importer checks the key itself.
+  app.put(`${prefix}/openpgp-keys/:email`, { bodyLimit: maxKeyUploadBodyBytes }, async (request) => {
     const raw = request.body;
     const data =
       raw instanceof Buffer
