@@ -206,6 +206,46 @@ describe("webmail, identity and retention", () => {
       assert.deepEqual(notEnabled.body, { message: "not supported" });
     });
 
+    test("validate otp: a request refused for a required password change does not use up the code", async () => {
+      const { users, database } = service.services;
+      await users.create({
+        email: "otpchange@example.org",
+        password,
+        mailCrypt: false,
+        passwordChangeRequired: true,
+      });
+      const secret = generateTotpSecret();
+      const codes = generateBackupCodes();
+      await database.db
+        .updateTable("users")
+        .set({
+          totp_secret: secret,
+          totp_confirmed: 1,
+          totp_backup_codes: JSON.stringify(await Promise.all(codes.map((c) => hashBackupCode(c)))),
+        })
+        .where("email", "=", "otpchange@example.org")
+        .execute();
+      const validate = (code: string) =>
+        service.request("POST", "/api/identity/example.org/validate/otpchange@example.org", {
+          token: identity,
+          json: { credentialType: "otp", password: code },
+        });
+      const code = currentTotpCode(secret, Date.now());
+      const backup = codes[0] ?? "";
+      for (const attempt of [code, code, backup, backup]) {
+        const res = await validate(attempt);
+        assert.equal(res.status, 403);
+        assert.deepEqual(res.body, { message: "password change required" }, "the code still matches");
+      }
+      const wrong = await validate("000000");
+      assert.deepEqual(wrong.body, { message: "authentication failed" }, "a wrong code reveals nothing");
+      await users.update("otpchange@example.org", { passwordChangeRequired: false });
+      assert.equal((await validate(code)).status, 200, "the TOTP code was not used up by the refusals");
+      assert.equal((await validate(code)).status, 403, "now it is");
+      assert.equal((await validate(backup)).status, 200, "the backup code was not used up either");
+      assert.deepEqual((await validate(backup)).body, { message: "authentication failed" });
+    });
+
     test("configured", async () => {
       const get2 = (type: string, email: string) =>
         get(`/api/identity/example.org/configured/${type}/${email}`);

@@ -28,6 +28,14 @@ export type SignInResult =
   | { kind: "password_change_required" }
   | { kind: "ok"; user: User; mailCrypt: MailCryptUnlock };
 
+/** The outcome of a second-factor check; see `SignInService.validateSecondFactor`. */
+export type SecondFactorResult =
+  | "unknown"
+  | "not_configured"
+  | "wrong_code"
+  | "password_change_required"
+  | "ok";
+
 export type MailCryptUnlock =
   | { state: "off" }
   | { state: "unlocked"; privateKey: string; publicKey: string }
@@ -92,30 +100,38 @@ export class SignInService {
     return { kind: "ok", user: current, mailCrypt };
   }
 
-  /** Second factor: a current TOTP code (each step accepted once) or an unused backup code (consumed). */
-  async verifySecondFactor(user: User, code: string): Promise<boolean> {
-    if (!user.totpConfirmed || !user.totpSecret) return false;
+  /**
+   * The one rule for a second-factor check (identity `validate` with `otp`): unknown, deleted and
+   * spam users fail; a user without TOTP has nothing to check; then the code must match (a TOTP code
+   * of the current step or one either side, not used before, or an unused backup code); only then is
+   * "password change required" revealed. A code is used up (its TOTP step recorded, the backup code
+   * removed) only when the answer is `ok`, so a refused request leaves it usable. Of two requests
+   * racing with one code, only one gets `ok`.
+   */
+  async validateSecondFactor(user: User | null, code: string): Promise<SecondFactorResult> {
+    if (!user || user.deleted || effectiveRoles(user.roles).has("ROLE_SPAM")) return "unknown";
+    if (!user.totpConfirmed || !user.totpSecret) return "not_configured";
     const step = totpStepFor(user.totpSecret, code, Date.now(), user.totpLastStep);
+    const backupIndex = step === null ? await findBackupCode(code, user.totpBackupCodes) : -1;
+    if (step === null && backupIndex < 0) return "wrong_code";
+    if (user.passwordChangeRequired) return "password_change_required";
     if (step !== null) {
-      // Conditional update: of two requests racing with the same code, only one wins.
       const result = await this.#db
         .updateTable("users")
         .set({ totp_last_step: step })
         .where("id", "=", user.id)
         .where((eb) => eb.or([eb("totp_last_step", "is", null), eb("totp_last_step", "<", step)]))
         .executeTakeFirst();
-      return Number(result.numUpdatedRows) === 1;
+      return Number(result.numUpdatedRows) === 1 ? "ok" : "wrong_code";
     }
-    const index = await findBackupCode(code, user.totpBackupCodes);
-    if (index < 0) return false;
-    const remaining = user.totpBackupCodes.filter((_, i) => i !== index);
+    const remaining = user.totpBackupCodes.filter((_, i) => i !== backupIndex);
     const result = await this.#db
       .updateTable("users")
       .set({ totp_backup_codes: JSON.stringify(remaining) })
       .where("id", "=", user.id)
       .where("totp_backup_codes", "=", JSON.stringify(user.totpBackupCodes))
       .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return Number(result.numUpdatedRows) === 1 ? "ok" : "wrong_code";
   }
 
   /** Last login becomes 00:00 UTC of today (`activityDay`): at most one write per user a day. */

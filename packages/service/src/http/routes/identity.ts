@@ -65,11 +65,16 @@ export async function identityRoutes(app: FastifyInstance, services: Services) {
           return reply.code(403).send({ message: "password change required" });
         return result.kind === "ok" ? { message: "success" } : failed();
       }
-      if (!user || user.roles.includes("ROLE_SPAM")) return failed();
-      if (!user.totpConfirmed) return reply.code(403).send({ message: "not supported" });
-      if (!(await services.signIn.verifySecondFactor(user, password))) return failed();
-      if (user.passwordChangeRequired) return reply.code(403).send({ message: "password change required" });
-      return { message: "success" };
+      switch (await services.signIn.validateSecondFactor(user, password)) {
+        case "ok":
+          return { message: "success" };
+        case "not_configured":
+          return reply.code(403).send({ message: "not supported" });
+        case "password_change_required":
+          return reply.code(403).send({ message: "password change required" });
+        default:
+          return failed();
+      }
     },
   );
 
