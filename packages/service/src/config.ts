@@ -27,16 +27,24 @@ export class ConfigError extends Error {}
  */
 export const defaultDatabaseUrl = `sqlite:${fileURLToPath(new URL("../../../var/data.sqlite", import.meta.url))}`;
 
+/**
+ * Reads the environment. A variable that is unset, empty or only blanks counts as unset and gets its
+ * default, for every variable alike (so `VAR=` in an env file never means something of its own).
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const read = (name: string): string | undefined => {
+    const value = env[name];
+    return value === undefined || value.trim() === "" ? undefined : value;
+  };
   return {
-    listen: parseListenAddr(env.LISTEN_ADDR ?? "127.0.0.1:8000"),
-    databaseUrl: parseDatabaseUrl(env.DATABASE_URL || defaultDatabaseUrl),
-    databasePoolSize: parsePositiveInt("DATABASE_POOL_SIZE", env.DATABASE_POOL_SIZE, 10),
-    logLevel: parseLogLevel(env.LOG_LEVEL ?? "info"),
-    metricsToken: env.METRICS_TOKEN ? env.METRICS_TOKEN : null,
-    cryptoPoolSize: parsePositiveInt("CRYPTO_POOL_SIZE", env.CRYPTO_POOL_SIZE, availableParallelism()),
-    jobsEnabled: parseBoolean("JOBS_ENABLED", env.JOBS_ENABLED, true),
-    webhookRetryDelays: parseDelays("WEBHOOK_RETRY_DELAYS", env.WEBHOOK_RETRY_DELAYS ?? "10,60,360"),
+    listen: parseListenAddr(read("LISTEN_ADDR") ?? "127.0.0.1:8000"),
+    databaseUrl: parseDatabaseUrl(read("DATABASE_URL") ?? defaultDatabaseUrl),
+    databasePoolSize: parsePositiveInt("DATABASE_POOL_SIZE", read("DATABASE_POOL_SIZE"), 10),
+    logLevel: parseLogLevel(read("LOG_LEVEL") ?? "info"),
+    metricsToken: read("METRICS_TOKEN") ?? null,
+    cryptoPoolSize: parsePositiveInt("CRYPTO_POOL_SIZE", read("CRYPTO_POOL_SIZE"), availableParallelism()),
+    jobsEnabled: parseBoolean("JOBS_ENABLED", read("JOBS_ENABLED"), true),
+    webhookRetryDelays: parseDelays("WEBHOOK_RETRY_DELAYS", read("WEBHOOK_RETRY_DELAYS") ?? "10,60,360"),
   };
 }
 
@@ -68,7 +76,7 @@ function parseLogLevel(value: string): LogLevel {
 }
 
 function parsePositiveInt(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined || value === "") return fallback;
+  if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < 1) {
     throw new ConfigError(`${name}: expected a positive whole number, got "${value}"`);
   }
@@ -76,17 +84,20 @@ function parsePositiveInt(name: string, value: string | undefined, fallback: num
 }
 
 function parseBoolean(name: string, value: string | undefined, fallback: boolean): boolean {
-  if (value === undefined || value === "") return fallback;
+  if (value === undefined) return fallback;
   if (/^(1|true|yes|on)$/i.test(value)) return true;
   if (/^(0|false|no|off)$/i.test(value)) return false;
   throw new ConfigError(`${name}: expected true or false, got "${value}"`);
 }
 
+/** Comma-separated seconds, or `none` for a single attempt without retries. */
 function parseDelays(name: string, value: string): number[] {
+  if (value.trim().toLowerCase() === "none") return [];
   const parts = value.split(",").map((part) => part.trim());
-  if (value.trim() === "") return [];
   if (!parts.every((part) => /^\d{1,7}$/.test(part))) {
-    throw new ConfigError(`${name}: expected comma-separated seconds like 10,60,360, got "${value}"`);
+    throw new ConfigError(
+      `${name}: expected comma-separated seconds like 10,60,360 (or none), got "${value}"`,
+    );
   }
   return parts.map(Number);
 }

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
-import { repoRoot, runConsole, startServiceProcess } from "./helpers/process.ts";
+import { consolePath, repoRoot, runConsole, startServiceProcess } from "./helpers/process.ts";
 
 const password = "correct horse battery staple";
 
@@ -171,6 +171,28 @@ describe("operator console and a service started as from the README", () => {
     } finally {
       await service.stop();
     }
+  });
+
+  test("empty variables count as unset: the console runs with every variable set but empty", () => {
+    const empty = Object.fromEntries(
+      [
+        "LISTEN_ADDR",
+        "DATABASE_POOL_SIZE",
+        "LOG_LEVEL",
+        "METRICS_TOKEN",
+        "CRYPTO_POOL_SIZE",
+        "JOBS_ENABLED",
+        "WEBHOOK_RETRY_DELAYS",
+      ].map((name) => [name, ""]),
+    );
+    const result = spawnSync(consolePath, ["app:migrate"], {
+      env: { ...process.env, ...empty, DATABASE_URL: databaseUrl },
+      encoding: "utf8",
+      timeout: 60000,
+    });
+    assert.equal(result.stderr, "");
+    assert.equal(result.status, 0);
+    assert.match(result.stdout, /up to date/);
   });
 
   test("a bad configuration stops the start with one line naming the variable", () => {

@@ -32,6 +32,28 @@ describe("configuration", () => {
     assert.equal(loadConfig({ DATABASE_URL: "sqlite:./mine.sqlite" }).databaseUrl, "sqlite:./mine.sqlite");
   });
 
+  test("an empty or blank variable counts as unset, for every variable", () => {
+    const names = [
+      "LISTEN_ADDR",
+      "DATABASE_URL",
+      "DATABASE_POOL_SIZE",
+      "LOG_LEVEL",
+      "METRICS_TOKEN",
+      "CRYPTO_POOL_SIZE",
+      "JOBS_ENABLED",
+      "WEBHOOK_RETRY_DELAYS",
+    ];
+    const defaults = loadConfig({});
+    for (const value of ["", "  "]) {
+      assert.deepEqual(loadConfig(Object.fromEntries(names.map((n) => [n, value]))), defaults);
+      for (const name of names) assert.deepEqual(loadConfig({ [name]: value }), defaults, name);
+    }
+    assert.deepEqual(defaults.webhookRetryDelays, [10, 60, 360]);
+    assert.deepEqual(loadConfig({ WEBHOOK_RETRY_DELAYS: "none" }).webhookRetryDelays, [], "no retries");
+    assert.deepEqual(loadConfig({ WEBHOOK_RETRY_DELAYS: "5, 7" }).webhookRetryDelays, [5, 7]);
+    assert.throws(() => loadConfig({ WEBHOOK_RETRY_DELAYS: "soon" }), /WEBHOOK_RETRY_DELAYS:/);
+  });
+
   test("listen addresses", () => {
     assert.deepEqual(parseListenAddr(":8080"), { host: "0.0.0.0", port: 8080 });
     assert.deepEqual(parseListenAddr("[::1]:9000"), { host: "::1", port: 9000 });
