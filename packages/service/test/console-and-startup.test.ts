@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -218,5 +226,69 @@ describe("operator console and a service started as from the README", () => {
       assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
       assert.match(result.stderr, new RegExp(`^config error: ${name}:`));
     }
+  });
+});
+
+describe("bin/console and bin/mailbox-janitor without the pinned Node", () => {
+  // A copy of the repository's start scripts with no node_modules next to them, so they fall back to
+  // the `node` on PATH. Versions that are not installed here are played by the pinned Node with
+  // process.versions.node set by a preload; Node 20 is the system's own, when there is one.
+  let dir: string;
+  const refusal = "error: Node >= 22.18 (on 23.x: >= 23.6) is required";
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), "mas-bin-"));
+    mkdirSync(join(dir, "root", "bin"), { recursive: true });
+    for (const script of ["console", "mailbox-janitor"]) {
+      copyFileSync(`${repoRoot}bin/${script}`, join(dir, "root", "bin", script));
+    }
+    symlinkSync(`${repoRoot}packages`, join(dir, "root", "packages"));
+    writeFileSync(
+      join(dir, "version.cjs"),
+      'Object.defineProperty(process.versions, "node", { value: process.env.PLAYED_NODE_VERSION });\n',
+    );
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const run = (script: string, nodeBinary: string, playedVersion?: string) => {
+    const bin = mkdtempSync(join(dir, "path-"));
+    symlinkSync(nodeBinary, join(bin, "node"));
+    const env: Record<string, string> = { PATH: `${bin}:/usr/bin:/bin`, HOME: dir };
+    if (playedVersion) {
+      env.PLAYED_NODE_VERSION = playedVersion;
+      env.NODE_OPTIONS = `--require ${join(dir, "version.cjs")}`;
+    }
+    return spawnSync(join(dir, "root", "bin", script), ["--help"], { env, encoding: "utf8", timeout: 60000 });
+  };
+
+  test("a Node that cannot strip types by default is refused; 22.18+, 23.6+ and 24 run", () => {
+    for (const script of ["console", "mailbox-janitor"]) {
+      for (const version of ["22.12.0", "22.17.1", "23.5.0"]) {
+        const result = run(script, process.execPath, version);
+        assert.equal(result.status, 1, `${script} on ${version}: ${result.stdout}`);
+        assert.match(result.stderr, new RegExp(`^${refusal.replace(/[.()]/g, "\\$&")}`), version);
+      }
+      for (const version of ["22.18.0", "23.6.0", undefined]) {
+        const result = run(script, process.execPath, version);
+        assert.equal(result.status, 0, `${script} on ${version ?? process.version}: ${result.stderr}`);
+        assert.match(result.stdout, script === "console" ? /^Usage: bin\/console/ : /^mailbox-janitor: /);
+      }
+      if (
+        existsSync("/usr/bin/node") &&
+        !/^v2[2-9]/.test(execFileSync("/usr/bin/node", ["--version"], { encoding: "utf8" }))
+      ) {
+        const old = run(script, "/usr/bin/node");
+        assert.equal(old.status, 1, `${script} on the system's old Node`);
+        assert.match(old.stderr, new RegExp(`^${refusal.replace(/[.()]/g, "\\$&")}`));
+      }
+    }
+  });
+
+  test("package.json engines state the same minimum", async () => {
+    const { readFileSync } = await import("node:fs");
+    const pkg = JSON.parse(readFileSync(`${repoRoot}package.json`, "utf8"));
+    const lock = JSON.parse(readFileSync(`${repoRoot}package-lock.json`, "utf8"));
+    assert.equal(pkg.engines.node, "^22.18.0 || >=23.6.0");
+    assert.equal(lock.packages[""].engines.node, pkg.engines.node);
   });
 });
