@@ -28,7 +28,11 @@ export const settingDefinitions = {
     description: "Name shown to users",
   },
   app_url: { type: "url", default: "https://users.example.org", description: "Base URL for links" },
-  project_name: { type: "string", default: "example.org", description: "Project name; TOTP issuer" },
+  project_name: {
+    type: "string",
+    default: "example.org",
+    description: "Project name (stored only; userli's e-mail texts and TOTP issuer)",
+  },
   project_url: { type: "url", default: "https://www.example.org", description: "Project web site" },
   email_sender_address: {
     type: "email",

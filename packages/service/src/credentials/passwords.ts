@@ -1,4 +1,4 @@
-import { randomInt, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
 import type { CryptoPool } from "./crypto-pool.ts";
 import { legacyCrypt } from "./legacy-crypt.ts";
 import { sodium } from "./sodium.ts";
@@ -82,14 +82,4 @@ export async function verifyPassword(plain: string, hash: string, pool: CryptoPo
 export async function verifyDummy(plain: string, pool: CryptoPool): Promise<false> {
   if (acceptableLength(plain)) await verifyArgon2(plain, DUMMY_HASH, pool);
   return false;
-}
-
-// The reference's alphabet for deleted users' passwords (it lacks v and V).
-const UNUSABLE_ALPHABET = "abcdefghijklmnopqrstuwxyzABCDEFGHIJKLMNOPQRSTUWXYZ0123456789,;.:?!";
-
-/** 45 random characters nobody knows: what a deleted user's password becomes (~270 bits). */
-export function randomUnusablePassword(): string {
-  let out = "";
-  for (let i = 0; i < 45; i++) out += UNUSABLE_ALPHABET[randomInt(UNUSABLE_ALPHABET.length)];
-  return out;
 }

@@ -94,15 +94,3 @@ export function totpStepFor(
   if (lastUsedStep !== null && matched <= lastUsedStep) return null;
   return matched;
 }
-
-/** Provisioning URI for authenticator apps (the label is the bare address, like the reference). */
-export function totpUri(secret: string, email: string, issuer: string): string {
-  const query = [
-    `secret=${encodeURIComponent(secret)}`,
-    `issuer=${encodeURIComponent(issuer)}`,
-    "algorithm=SHA1",
-    `digits=${DIGITS}`,
-    `period=${PERIOD_MS / 1000}`,
-  ].join("&");
-  return `otpauth://totp/${encodeURIComponent(email)}?${query}`;
-}

@@ -4,7 +4,6 @@ import { CryptoPool } from "../../src/credentials/crypto-pool.ts";
 import {
   hashPassword,
   PasswordPolicyError,
-  randomUnusablePassword,
   verifyDummy,
   verifyPassword,
 } from "../../src/credentials/passwords.ts";
@@ -181,7 +180,7 @@ describe("verifyPassword: edge cases", () => {
   });
 });
 
-describe("verifyDummy and randomUnusablePassword", () => {
+describe("verifyDummy", () => {
   it("verifyDummy is always false", async () => {
     assert.equal(await verifyDummy(password, pool), false);
     assert.equal(await verifyDummy("", pool), false);
@@ -194,13 +193,5 @@ describe("verifyDummy and randomUnusablePassword", () => {
     assert.equal(tiny.running, 1);
     assert.equal(await pending, false);
     assert.equal(tiny.running, 0);
-  });
-
-  it("randomUnusablePassword is long, random and hashable", async () => {
-    const a = randomUnusablePassword();
-    const b = randomUnusablePassword();
-    assert.ok(a.length >= 45);
-    assert.notEqual(a, b);
-    assert.ok((await hashPassword(a, pool)).startsWith(NEW_PREFIX));
   });
 });

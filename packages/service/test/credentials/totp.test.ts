@@ -6,7 +6,6 @@ import {
   currentTotpCode,
   generateTotpSecret,
   totpStepFor,
-  totpUri,
 } from "../../src/credentials/totp.ts";
 
 // RFC 6238 appendix B: the SHA-1 seed is the ASCII string "12345678901234567890"; 8-digit values
@@ -80,16 +79,5 @@ describe("TOTP", () => {
     assert.notEqual(generateTotpSecret(), secret);
     const now = Date.now();
     assert.equal(totpStepFor(secret, currentTotpCode(secret, now), now, null), Math.floor(now / 30_000));
-  });
-
-  it("builds the provisioning URI", () => {
-    const uri = totpUri("ABC234", "alice+2fa@example.org", "Mail & more");
-    assert.equal(
-      uri,
-      "otpauth://totp/alice%2B2fa%40example.org?secret=ABC234&issuer=Mail%20%26%20more&algorithm=SHA1&digits=6&period=30",
-    );
-    const parsed = new URL(uri);
-    assert.equal(parsed.searchParams.get("issuer"), "Mail & more");
-    assert.equal(decodeURIComponent(parsed.pathname.slice(1)), "alice+2fa@example.org");
   });
 });
