@@ -1,4 +1,5 @@
 import type { Compilable, CompiledQuery, Kysely } from "kysely";
+import { directSqliteReads } from "./database.ts";
 import type { Database } from "./schema.ts";
 
 const marker = (index: number) => `\u0000prepared-parameter-${index}\u0000`;
@@ -24,6 +25,7 @@ export function preparedQuery<Args extends unknown[], Row>(
       if (!slots.includes(i)) throw new Error(`prepared query: parameter ${i} is not bound as a value`);
     return { query, slots };
   };
+  const direct = directSqliteReads.get(db);
   return async (...args: Args): Promise<Row[]> => {
     compiled ??= compile();
     const { query, slots } = compiled;
@@ -31,6 +33,8 @@ export function preparedQuery<Args extends unknown[], Row>(
       const slot = slots[i] ?? -1;
       return slot === -1 ? value : args[slot];
     });
+    const rows = direct?.(query.sql, parameters);
+    if (rows !== undefined) return rows as Row[];
     const result = await db.executeQuery<Row>({ ...query, parameters });
     return result.rows;
   };
