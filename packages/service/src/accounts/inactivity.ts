@@ -2,9 +2,10 @@ import type { Expression, ExpressionBuilder, SqlBool } from "kysely";
 import type { Database } from "../db/schema.ts";
 
 /**
- * The inactivity rule of the inactive-user job: no sign-in since `cutoff` (Unix seconds); a user who
- * never signed in counts from its creation. The job selects its candidates with it, and the deletion
- * re-checks it in the statement that deletes, so a user who signs in meanwhile is kept.
+ * The inactivity rule: no sign-in since `cutoff` (Unix seconds); a user who never signed in counts
+ * from its creation. The retention list (two years) and the inactive-user job (the setting's period)
+ * use it; the job's deletion re-checks it in the statement that deletes, so a user who signs in
+ * meanwhile is kept.
  */
 export const inactiveSince =
   (cutoff: number) =>

@@ -4,6 +4,7 @@ import type { Database } from "../db/schema.ts";
 import { flag, toFlag } from "../db/schema.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { parseAddress, parseDomain } from "./addresses.ts";
+import { inactiveSince } from "./inactivity.ts";
 import { reportsMailCrypt } from "./mail-crypt.ts";
 import { containsText } from "./paging.ts";
 import { decodeSetting, type SettingsService, storedSetting } from "./settings.ts";
@@ -228,12 +229,7 @@ export class LookupService {
       .selectFrom("users")
       .select("email")
       .where("deleted", "=", activeFlag)
-      .where((eb) =>
-        eb.or([
-          eb("last_login_time", "<=", cutoff),
-          eb.and([eb("last_login_time", "is", null), eb("created_at", "<=", cutoff)]),
-        ]),
-      )
+      .where(inactiveSince(cutoff))
       .orderBy("id")
       .execute();
     return rows.map((row) => row.email);
