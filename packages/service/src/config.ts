@@ -27,12 +27,24 @@ export class ConfigError extends Error {}
  */
 export const defaultDatabaseUrl = `sqlite:${fileURLToPath(new URL("../../../var/data.sqlite", import.meta.url))}`;
 
+/** Every variable the service reads (the README's configuration table lists the same). */
+export const configVariables = [
+  "LISTEN_ADDR",
+  "DATABASE_URL",
+  "DATABASE_POOL_SIZE",
+  "LOG_LEVEL",
+  "METRICS_TOKEN",
+  "CRYPTO_POOL_SIZE",
+  "JOBS_ENABLED",
+  "WEBHOOK_RETRY_DELAYS",
+] as const;
+
 /**
  * Reads the environment. A variable that is unset, empty or only blanks counts as unset and gets its
  * default, for every variable alike (so `VAR=` in an env file never means something of its own).
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const read = (name: string): string | undefined => {
+  const read = (name: (typeof configVariables)[number]): string | undefined => {
     const value = env[name];
     return value === undefined || value.trim() === "" ? undefined : value;
   };

@@ -12,6 +12,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { configVariables } from "../src/config.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
 import { consolePath, repoRoot, runConsole, startServiceProcess } from "./helpers/process.ts";
 
@@ -182,17 +183,7 @@ describe("operator console and a service started as from the README", () => {
   });
 
   test("empty variables count as unset: the console runs with every variable set but empty", () => {
-    const empty = Object.fromEntries(
-      [
-        "LISTEN_ADDR",
-        "DATABASE_POOL_SIZE",
-        "LOG_LEVEL",
-        "METRICS_TOKEN",
-        "CRYPTO_POOL_SIZE",
-        "JOBS_ENABLED",
-        "WEBHOOK_RETRY_DELAYS",
-      ].map((name) => [name, ""]),
-    );
+    const empty = Object.fromEntries(configVariables.map((name) => [name, ""]));
     const result = spawnSync(consolePath, ["app:migrate"], {
       env: { ...process.env, ...empty, DATABASE_URL: databaseUrl },
       encoding: "utf8",

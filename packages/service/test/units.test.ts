@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
 import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
 import { normalizeSetting } from "../src/accounts/settings.ts";
-import { ConfigError, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
+import { ConfigError, configVariables, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
 import { ServiceError } from "../src/errors.ts";
 import { repoRoot } from "./helpers/process.ts";
 
@@ -33,16 +33,7 @@ describe("configuration", () => {
   });
 
   test("an empty or blank variable counts as unset, for every variable", () => {
-    const names = [
-      "LISTEN_ADDR",
-      "DATABASE_URL",
-      "DATABASE_POOL_SIZE",
-      "LOG_LEVEL",
-      "METRICS_TOKEN",
-      "CRYPTO_POOL_SIZE",
-      "JOBS_ENABLED",
-      "WEBHOOK_RETRY_DELAYS",
-    ];
+    const names = configVariables;
     const defaults = loadConfig({});
     for (const value of ["", "  "]) {
       assert.deepEqual(loadConfig(Object.fromEntries(names.map((n) => [n, value]))), defaults);
