@@ -158,7 +158,14 @@ describe("API tokens, routing and bad input", () => {
       headers: { "content-type": "application/json" },
       body: "",
     });
-    assert.ok(empty.status === 400 || empty.status === 422);
+    assert.equal(empty.status, 422);
+    assert.equal(typeof empty.body.message, "string");
+    const poisoned = await service.request("POST", "/api/mta/auth", {
+      token: mta,
+      headers: { "content-type": "application/json" },
+      body: '{"email":"a@example.org","password":"x","__proto__":{"admin":true}}',
+    });
+    assert.equal(poisoned.status, 400);
     const xml = await service.request("POST", "/api/mta/auth", {
       token: mta,
       headers: { "content-type": "application/xml" },

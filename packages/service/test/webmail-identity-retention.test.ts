@@ -301,6 +301,14 @@ describe("webmail, identity and retention", () => {
         200,
       );
       assert.ok(((await lastLogin("erin@example.com")) ?? 0) >= before);
+      // Content-Type: application/json with an empty body (what many HTTP clients send) is no body.
+      const bodiless = await service.request("PUT", "/api/retention/erin@example.com/touch", {
+        token: retention,
+        headers: { "content-type": "application/json" },
+        body: "",
+      });
+      assert.equal(bodiless.status, 200);
+      assert.deepEqual(bodiless.body, []);
       const future = await service.request("PUT", "/api/retention/erin@example.com/touch", {
         token: retention,
         json: { timestamp: before + 3600 },

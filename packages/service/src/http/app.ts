@@ -42,6 +42,16 @@ export async function buildApp({
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   });
   app.decorateRequest("apiToken", undefined);
+  // Many clients send `Content-Type: application/json` on every request, bodiless DELETEs and
+  // touches included: an empty JSON body means "no body" (a route that needs one answers 422, as
+  // the reference does), anything else goes to Fastify's own parser (prototype poisoning refused).
+  const jsonParser = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = body.toString();
+    if (text.trim() === "") return done(null, undefined);
+    jsonParser(request, text, done);
+  });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: "Not found" }));
   const { metrics } = services;
