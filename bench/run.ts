@@ -16,6 +16,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { openDatabase } from "../packages/service/src/db/database.ts";
+import { freePort } from "../packages/service/test/helpers/process.ts";
 import {
   benchPassword,
   type Credentials,
@@ -91,7 +92,22 @@ interface Server {
   stop(): Promise<void>;
 }
 
-let nextPort = 20000 + Math.floor(Math.random() * 20000);
+/**
+ * Starts a server on a port the kernel just handed out as free. Another process (a test running
+ * beside the benchmark, an outgoing connection) can still take it before the child listens, so a
+ * start that fails with EADDRINUSE is tried again on a new port.
+ */
+async function onFreePort(start: (port: number) => Promise<Server>): Promise<Server> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await start(port);
+    } catch (error) {
+      if (attempt >= 5 || !String(error).includes("EADDRINUSE")) throw error;
+      log(`port ${port} was taken meanwhile; trying another`);
+    }
+  }
+}
 
 async function waitUntilUp(url: string, child: ChildProcess, what: string, logFile: string) {
   const deadline = Date.now() + 60_000;
@@ -119,8 +135,11 @@ function stopper(child: ChildProcess): () => Promise<void> {
 }
 
 /** The service as production runs it: from source, default configuration, NODE_ENV=production. */
-async function startService(databaseUrl: string, name: string): Promise<Server> {
-  const port = nextPort++;
+function startService(databaseUrl: string, name: string): Promise<Server> {
+  return onFreePort((port) => startServiceOn(port, databaseUrl, name));
+}
+
+async function startServiceOn(port: number, databaseUrl: string, name: string): Promise<Server> {
   const logFile = join(workDir, `service-${name}.log`);
   const profileArgs = args.profile
     ? ["--cpu-prof", `--cpu-prof-dir=${args.profile}`, `--cpu-prof-name=service-${name}.cpuprofile`]
@@ -140,8 +159,11 @@ async function startService(databaseUrl: string, name: string): Promise<Server> 
   return { child, url, pid: child.pid ?? 0, stop: stopper(child) };
 }
 
-async function startBaseline(bodyBytes: number): Promise<Server> {
-  const port = nextPort++;
+function startBaseline(bodyBytes: number): Promise<Server> {
+  return onFreePort((port) => startBaselineOn(port, bodyBytes));
+}
+
+async function startBaselineOn(port: number, bodyBytes: number): Promise<Server> {
   const logFile = join(workDir, "baseline.log");
   const child = spawn(node, [join(repoRoot, "bench/baseline-server.ts"), String(port), String(bodyBytes)], {
     stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
