@@ -112,6 +112,37 @@ describe("mta (Postfix lookups and SMTP auth)", () => {
     }
   });
 
+  test("an address that is both a mailbox and an alias (legacy data): the mailbox comes first", async () => {
+    const { users, database } = service.services;
+    const { user } = await users.create({
+      email: "both@example.org",
+      password: "a long enough password",
+      mailCrypt: false,
+      smtpQuota: { per_hour: 7, per_day: 70 },
+    });
+    // The service refuses such an alias; imported data can still hold one.
+    const now = Math.floor(Date.now() / 1000);
+    await database.db
+      .insertInto("aliases")
+      .values({
+        source: "both@example.org",
+        domain_id: user.domainId,
+        destinations: JSON.stringify(["both@example.org", "other@example.net"]),
+        user_id: null,
+        smtp_quota_per_hour: 1,
+        smtp_quota_per_day: 2,
+        created_at: now,
+        updated_at: now,
+        deleted: 0,
+      })
+      .execute();
+    assert.deepEqual((await get("/api/mta/senders/both@example.org")).body, [
+      "both@example.org",
+      "other@example.net",
+    ]);
+    assert.deepEqual((await get("/api/mta/smtp_quota/both@example.org")).body, { per_hour: 7, per_day: 70 });
+  });
+
   test("auth: 200, 401 for wrong or unknown, 403 for spam and password change", async () => {
     const cases: [string, string, number, string][] = [
       ["user@example.org", password, 200, "success"],

@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { preparedQuery } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { flag, toFlag } from "../db/schema.ts";
@@ -37,9 +37,9 @@ export class LookupService {
   readonly #domainId;
   readonly #activeUserId;
   readonly #userdbRow;
-  readonly #userSmtpQuota;
-  readonly #aliasSmtpQuota;
+  readonly #smtpQuotaLimits;
   readonly #aliasDestinations;
+  readonly #senderSources;
 
   constructor(db: Kysely<Database>, settings: SettingsService, users: UserService) {
     this.#db = db;
@@ -60,34 +60,50 @@ export class LookupService {
         .where("email", "=", email)
         .where("deleted", "=", activeFlag),
     );
-    this.#userSmtpQuota = preparedQuery(db, 1, (email: string) =>
-      db
+    // A user's own limits, else an alias's (both rows come back; the user's wins), with the defaults.
+    this.#smtpQuotaLimits = preparedQuery(db, 1, (address: string) => {
+      const defaults = [
+        storedSetting(db, "smtp_quota_limit_per_hour").as("default_per_hour"),
+        storedSetting(db, "smtp_quota_limit_per_day").as("default_per_day"),
+      ];
+      return db
         .selectFrom("users")
-        .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
-        .select([
-          storedSetting(db, "smtp_quota_limit_per_hour").as("default_per_hour"),
-          storedSetting(db, "smtp_quota_limit_per_day").as("default_per_day"),
-        ])
-        .where("email", "=", email)
-        .where("deleted", "=", activeFlag),
-    );
-    this.#aliasSmtpQuota = preparedQuery(db, 1, (source: string) =>
-      db
-        .selectFrom("aliases")
-        .select(["smtp_quota_per_hour", "smtp_quota_per_day"])
-        .select([
-          storedSetting(db, "smtp_quota_limit_per_hour").as("default_per_hour"),
-          storedSetting(db, "smtp_quota_limit_per_day").as("default_per_day"),
-        ])
-        .where("source", "=", source)
-        .where("deleted", "=", activeFlag),
-    );
+        .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(0).as("from_alias")])
+        .select(defaults)
+        .where("email", "=", address)
+        .where("deleted", "=", activeFlag)
+        .unionAll(
+          db
+            .selectFrom("aliases")
+            .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(1).as("from_alias")])
+            .select(defaults)
+            .where("source", "=", address)
+            .where("deleted", "=", activeFlag),
+        );
+    });
     this.#aliasDestinations = preparedQuery(db, 1, (source: string) =>
       db
         .selectFrom("aliases")
         .select("destinations")
         .where("source", "=", source)
         .where("deleted", "=", activeFlag),
+    );
+    // Whether the address is a mailbox, and its alias destinations, in one statement.
+    this.#senderSources = preparedQuery(db, 1, (address: string) =>
+      db.selectNoFrom((eb) => [
+        eb
+          .selectFrom("users")
+          .select("id")
+          .where("email", "=", address)
+          .where("deleted", "=", activeFlag)
+          .as("user_id"),
+        eb
+          .selectFrom("aliases")
+          .select("destinations")
+          .where("source", "=", address)
+          .where("deleted", "=", activeFlag)
+          .as("destinations"),
+      ]),
     );
   }
 
@@ -134,12 +150,9 @@ export class LookupService {
   async senders(rawEmail: string): Promise<string[]> {
     const address = parseAddress(rawEmail);
     if (!address) return [];
-    const [mailbox, destinations] = await Promise.all([
-      this.hasMailbox(address.email),
-      this.#activeAliasDestinations(address.email),
-    ]);
-    const senders = mailbox ? [address.email] : [];
-    for (const destination of destinations ?? [])
+    const [row] = await this.#senderSources(address.email);
+    const senders = row?.user_id != null ? [address.email] : [];
+    for (const destination of row?.destinations != null ? parseStringList(row.destinations) : [])
       if (!senders.includes(destination)) senders.push(destination);
     return senders;
   }
@@ -147,8 +160,8 @@ export class LookupService {
   async smtpQuota(rawEmail: string): Promise<{ per_hour: number; per_day: number }> {
     const address = parseAddress(rawEmail);
     if (!address) throw notFound("user not found");
-    let [limits] = await this.#userSmtpQuota(address.email);
-    limits ??= (await this.#aliasSmtpQuota(address.email))[0];
+    const rows = await this.#smtpQuotaLimits(address.email);
+    const limits = rows.find((row) => Number(row.from_alias) === 0) ?? rows[0];
     if (!limits) throw notFound("user not found");
     return {
       per_hour:
