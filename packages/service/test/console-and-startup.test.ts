@@ -229,8 +229,8 @@ describe("bin/console and bin/mailbox-janitor without the pinned Node", () => {
 
   before(() => {
     dir = mkdtempSync(join(tmpdir(), "mas-bin-"));
-    mkdirSync(join(dir, "root", "bin"), { recursive: true });
-    for (const script of ["console", "mailbox-janitor"]) {
+    mkdirSync(join(dir, "root", "bin", "lib"), { recursive: true });
+    for (const script of ["console", "mailbox-janitor", "lib/node.sh"]) {
       copyFileSync(`${repoRoot}bin/${script}`, join(dir, "root", "bin", script));
     }
     symlinkSync(`${repoRoot}packages`, join(dir, "root", "packages"));
