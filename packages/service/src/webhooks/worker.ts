@@ -25,18 +25,26 @@ export const defaultRetryDelays = [10, 60, 360];
 const maxStoredText = 4096;
 
 /**
- * A delivery is sent only while its endpoint is enabled. Deliveries of a disabled endpoint stay
- * pending, untouched (attempts, next attempt time), and go out once the endpoint is enabled again.
+ * Whether a delivery is due at `now`: pending, its next attempt time reached, no live claim, and its
+ * endpoint enabled. Deliveries of a disabled endpoint stay pending, untouched (attempts, next attempt
+ * time), and go out once the endpoint is enabled again. The poll and the claim use the same rule.
  */
-const endpointEnabled = (eb: ExpressionBuilder<Database, "webhook_deliveries">): Expression<SqlBool> =>
-  eb(
-    "webhook_deliveries.endpoint_id",
-    "in",
-    eb
-      .selectFrom("webhook_endpoints")
-      .select("webhook_endpoints.id")
-      .where("webhook_endpoints.enabled", "=", 1),
-  );
+const dueAt =
+  (now: number) =>
+  (eb: ExpressionBuilder<Database, "webhook_deliveries">): Expression<SqlBool> =>
+    eb.and([
+      eb("status", "=", "pending"),
+      eb("next_attempt_at", "<=", now),
+      eb.or([eb("claimed_until", "is", null), eb("claimed_until", "<", now)]),
+      eb(
+        "webhook_deliveries.endpoint_id",
+        "in",
+        eb
+          .selectFrom("webhook_endpoints")
+          .select("webhook_endpoints.id")
+          .where("webhook_endpoints.enabled", "=", 1),
+      ),
+    ]);
 
 /**
  * Sends due outbox rows. A row is claimed with a conditional update that sets a lease, so when
@@ -99,10 +107,7 @@ export class DeliveryWorker {
       const due = await this.#db
         .selectFrom("webhook_deliveries")
         .select("id")
-        .where("status", "=", "pending")
-        .where("next_attempt_at", "<=", now)
-        .where((eb) => eb.or([eb("claimed_until", "is", null), eb("claimed_until", "<", now)]))
-        .where(endpointEnabled)
+        .where(dueAt(now))
         .orderBy("next_attempt_at")
         .limit(this.#concurrency)
         .execute();
@@ -122,10 +127,7 @@ export class DeliveryWorker {
       .updateTable("webhook_deliveries")
       .set({ claimed_until: lease, claim_token: claimToken })
       .where("id", "=", id)
-      .where("status", "=", "pending")
-      .where("next_attempt_at", "<=", now)
-      .where((eb) => eb.or([eb("claimed_until", "is", null), eb("claimed_until", "<", now)]))
-      .where(endpointEnabled)
+      .where(dueAt(now))
       .executeTakeFirst();
     if (Number(claimed.numUpdatedRows) !== 1) return false;
     const delivery = await this.#db
