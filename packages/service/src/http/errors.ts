@@ -27,8 +27,6 @@ export function errorHandler(error: FastifyError | Error, request: FastifyReques
       return reply
         .code(413)
         .send({ message: `Request body too large (limit ${byteSize(request.routeOptions.bodyLimit)}).` });
-    case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return reply.code(400).send({ message: 'Request payload contains invalid "json" data.' });
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return reply.code(400).send({ message: "Invalid Content-Length." });
   }
