@@ -7,9 +7,10 @@ import { spawn } from "node:child_process";
 import { globSync } from "node:fs";
 
 const all = ["packages/*/test/**/*.test.ts", "bench/**/*.test.ts"].flatMap((p) => globSync(p)).sort();
-// Suites whose behaviour depends on the database; pure units and the janitor run once.
+// Suites whose behaviour depends on the database; pure units, SQLite's own (sqlite-*) and the
+// janitor run once.
 const databaseSuites = all.filter(
-  (f) => f.startsWith("packages/service/test/") && !/\/(units|credentials\/)/.test(f),
+  (f) => f.startsWith("packages/service/test/") && !/\/(units|credentials\/|sqlite-)/.test(f),
 );
 const extra = process.argv.slice(2);
 

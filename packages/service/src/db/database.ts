@@ -59,56 +59,114 @@ function openSqlite(path: string): DatabaseHandle {
   // of a read() system call per page (the default cache is 2 MiB).
   sqlite.pragma("mmap_size = 1073741824");
   sqlite.pragma("cache_size = -65536");
-  const statements = withStatementCache(sqlite);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
-  directSqliteReads.set(db, (sqlText, parameters) => {
-    // While a transaction holds the one connection, a read must wait for it (through Kysely's
-    // queue) rather than see its uncommitted writes.
-    if (sqlite.inTransaction) return undefined;
-    const statement = statements.prepare(sqlText) as BetterSqlite3.Statement;
-    return statement.reader ? (statement.all(parameters as unknown[]) as unknown[]) : undefined;
-  });
+  const connection = new SqliteConnection(sqlite);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  directSqliteReads.set(db, (sqlText) => connection.directReader(sqlText));
   return { db, dialect: "sqlite", close: () => db.destroy() };
 }
 
+/** Rows of a read run at once; undefined when it must take Kysely's path this time. */
+export type DirectReader = (parameters: readonly unknown[]) => unknown[] | undefined;
+
 /**
- * SQLite runs in-process and synchronously: a compiled read can go straight to its prepared
+ * SQLite runs in-process and synchronously: a compiled read can go straight to its own prepared
  * statement instead of through Kysely's connection queue and its chain of promises, which cost
- * more than the indexed lookup itself. Answers undefined when the read must take the normal path.
+ * more than the indexed lookup itself. Gives undefined for SQL that is not a read.
  */
-export const directSqliteReads = new WeakMap<
-  Kysely<Database>,
-  (sql: string, parameters: readonly unknown[]) => unknown[] | undefined
->();
+export const directSqliteReads = new WeakMap<Kysely<Database>, (sql: string) => DirectReader | undefined>();
 
 /** Prepared statements kept per SQL text; Kysely's SQLite driver would prepare on every query. */
 export const statementCacheSize = 256;
 
 /**
- * better-sqlite3 compiles a statement on each `prepare`, which cost more than running the indexed
- * lookups themselves. This keeps the most recently used statements of the one connection (an LRU
- * keyed by SQL text; SQLite re-prepares a cached statement by itself after a schema change). A
- * statement still iterating (a streamed query) is never handed out twice: a fresh one is prepared.
+ * The one SQLite connection, as Kysely and the direct reads see it.
+ *
+ * Statements: better-sqlite3 compiles a statement on each `prepare`, which cost more than running
+ * the indexed lookups themselves. The most recently used statements are kept (an LRU keyed by SQL
+ * text; SQLite re-prepares a cached statement by itself after a schema change). A statement still
+ * iterating (a streamed query) is never handed out twice: a fresh one is prepared.
+ *
+ * Read batches: outside a transaction every statement is its own read transaction, and starting
+ * and ending one (the WAL read lock: file locks and a stat) cost several times the indexed lookup
+ * itself. So the direct reads of one event-loop turn share one read transaction, opened by the
+ * first and ended when the turn's I/O callbacks are done (setImmediate). Every read in it sees the
+ * database as it was at that turn's first read: a write committed meanwhile by another process is
+ * seen from the next turn, as if it had come a moment later. Anything that goes through Kysely
+ * (every write, every transaction) ends the batch first, so this process's own writes are seen at
+ * once, and the batch never holds back a checkpoint for longer than a turn.
  */
-function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
-  const cache = new Map<string, BetterSqlite3.Statement>();
-  return {
-    close: () => sqlite.close(),
-    prepare(sql: string) {
-      const cached = cache.get(sql);
-      if (cached !== undefined) {
-        if (cached.busy) return sqlite.prepare(sql);
-        // Map order is insertion order: re-inserting marks the statement as most recently used.
-        cache.delete(sql);
-        cache.set(sql, cached);
-        return cached;
+class SqliteConnection implements SqliteDatabase {
+  readonly #sqlite: BetterSqlite3.Database;
+  readonly #statements = new Map<string, BetterSqlite3.Statement>();
+  readonly #begin: BetterSqlite3.Statement;
+  readonly #commit: BetterSqlite3.Statement;
+  #readBatchOpen = false;
+  readonly #endReadBatch = () => this.endReadBatch();
+
+  constructor(sqlite: BetterSqlite3.Database) {
+    this.#sqlite = sqlite;
+    this.#begin = sqlite.prepare("BEGIN");
+    this.#commit = sqlite.prepare("COMMIT");
+  }
+
+  /** Kysely's way in: whatever it runs starts outside any read batch. */
+  prepare(sql: string): BetterSqlite3.Statement {
+    this.endReadBatch();
+    return this.#statement(sql);
+  }
+
+  close(): void {
+    this.endReadBatch();
+    this.#sqlite.close();
+  }
+
+  /**
+   * A read with a statement of its own (kept for the connection's life, no cache lookup per call)
+   * run inside the turn's read batch.
+   */
+  directReader(sql: string): DirectReader | undefined {
+    const statement = this.#sqlite.prepare(sql);
+    if (!statement.reader) return undefined;
+    return (parameters) => {
+      if (!this.#readBatchOpen) {
+        // A transaction of Kysely's holds the connection: wait for it (through Kysely's queue)
+        // rather than see its uncommitted writes.
+        if (this.#sqlite.inTransaction) return undefined;
+        this.#begin.run();
+        this.#readBatchOpen = true;
+        setImmediate(this.#endReadBatch);
       }
-      const statement = sqlite.prepare(sql);
-      cache.set(sql, statement);
-      if (cache.size > statementCacheSize) cache.delete(cache.keys().next().value as string);
-      return statement;
-    },
-  };
+      return statement.all(parameters as unknown[]);
+    };
+  }
+
+  endReadBatch(): void {
+    if (!this.#readBatchOpen) return;
+    this.#readBatchOpen = false;
+    if (!this.#sqlite.inTransaction) return;
+    // A read-only transaction has nothing to lose; should COMMIT fail, ROLLBACK still ends it.
+    try {
+      this.#commit.run();
+    } catch {
+      this.#sqlite.exec("ROLLBACK");
+    }
+  }
+
+  #statement(sql: string): BetterSqlite3.Statement {
+    const statements = this.#statements;
+    const cached = statements.get(sql);
+    if (cached !== undefined) {
+      if (cached.busy) return this.#sqlite.prepare(sql);
+      // Map order is insertion order: re-inserting marks the statement as most recently used.
+      statements.delete(sql);
+      statements.set(sql, cached);
+      return cached;
+    }
+    const statement = this.#sqlite.prepare(sql);
+    statements.set(sql, statement);
+    if (statements.size > statementCacheSize) statements.delete(statements.keys().next().value as string);
+    return statement;
+  }
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {

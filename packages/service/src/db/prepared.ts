@@ -1,5 +1,5 @@
 import type { Compilable, CompiledQuery, Kysely } from "kysely";
-import { directSqliteReads } from "./database.ts";
+import { type DirectReader, directSqliteReads } from "./database.ts";
 import type { Database } from "./schema.ts";
 
 const marker = (index: number) => `\u0000prepared-parameter-${index}\u0000`;
@@ -16,24 +16,23 @@ export function preparedQuery<Args extends unknown[], Row>(
   arity: number,
   build: (...params: Args) => Compilable<Row>,
 ): (...args: Args) => Promise<Row[]> {
-  let compiled: { query: CompiledQuery<Row>; slots: number[] } | undefined;
+  let compiled: { query: CompiledQuery<Row>; slots: number[]; direct: DirectReader | undefined } | undefined;
   const compile = () => {
     const markers = Array.from({ length: arity }, (_, i) => marker(i));
     const query = build(...(markers as Args)).compile();
     const slots = query.parameters.map((value) => markers.indexOf(value as string));
     for (let i = 0; i < arity; i++)
       if (!slots.includes(i)) throw new Error(`prepared query: parameter ${i} is not bound as a value`);
-    return { query, slots };
+    return { query, slots, direct: directSqliteReads.get(db)?.(query.sql) };
   };
-  const direct = directSqliteReads.get(db);
   return async (...args: Args): Promise<Row[]> => {
     compiled ??= compile();
-    const { query, slots } = compiled;
+    const { query, slots, direct } = compiled;
     const parameters = query.parameters.map((value, i) => {
       const slot = slots[i] ?? -1;
       return slot === -1 ? value : args[slot];
     });
-    const rows = direct?.(query.sql, parameters);
+    const rows = direct?.(parameters);
     if (rows !== undefined) return rows as Row[];
     const result = await db.executeQuery<Row>({ ...query, parameters });
     return result.rows;
