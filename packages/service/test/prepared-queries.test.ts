@@ -1,13 +1,14 @@
 /**
  * Compiled hot queries (preparedQuery): new values bound on every call, and reads never see a
  * transaction's uncommitted writes (on SQLite they skip Kysely's queue unless a transaction holds
- * the connection).
+ * the connection). On PostgreSQL they are named prepared statements.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { sql } from "kysely";
 import { type DatabaseHandle, openDatabase } from "../src/db/database.ts";
 import { migrateToLatest } from "../src/db/migrate.ts";
 import { preparedQuery } from "../src/db/prepared.ts";
@@ -16,11 +17,13 @@ import { freshDatabaseUrl } from "./helpers/databases.ts";
 let handle: DatabaseHandle;
 let dir: string;
 let drop: () => Promise<void>;
+let url: string;
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), "mas-prepared-"));
   const fresh = await freshDatabaseUrl(join(dir, "prepared.sqlite"));
   drop = fresh.drop;
+  url = fresh.url;
   handle = await openDatabase(fresh.url);
   await migrateToLatest(handle);
 });
@@ -84,4 +87,28 @@ test("a read during an open transaction does not see its uncommitted write", asy
   assert.equal(await transaction, "roll back");
   assert.deepEqual(await during, []);
   assert.deepEqual(await read("prepared_uncommitted"), []);
+});
+
+const onPostgres = /^postgres(ql)?:/.test(process.env.TEST_DATABASE_URL ?? "");
+
+test("on PostgreSQL a compiled read is a named prepared statement, parsed once per connection", {
+  skip: onPostgres
+    ? false
+    : "PostgreSQL only (TEST_DATABASE_URL): SQLite and MariaDB have no named statements here",
+}, async () => {
+  // One connection, so the session that prepared the statement is the one asked about it.
+  const single = await openDatabase(url, { poolSize: 1 });
+  try {
+    const read = preparedQuery(single.db, 1, (name: string) =>
+      single.db.selectFrom("settings").select("value").where("name", "=", name),
+    );
+    assert.deepEqual(await read("prepared_a"), [{ value: "first" }]);
+    assert.deepEqual(await read("prepared_b"), [{ value: "second" }]);
+    const { rows } = await sql<{ name: string; statement: string }>`
+        select name, statement from pg_prepared_statements where name like 'mas\\_%'`.execute(single.db);
+    assert.equal(rows.length, 1);
+    assert.match(rows[0]?.statement ?? "", /from "settings" where "name" = \$1/);
+  } finally {
+    await single.close();
+  }
 });

@@ -1,5 +1,5 @@
 import type { Compilable, CompiledQuery, Kysely } from "kysely";
-import { type DirectReader, directSqliteReads } from "./database.ts";
+import { type DirectReader, directReads } from "./database.ts";
 import type { Database } from "./schema.ts";
 
 const marker = (index: number) => `\u0000prepared-parameter-${index}\u0000`;
@@ -23,7 +23,7 @@ export function preparedQuery<Args extends unknown[], Row>(
     const slots = query.parameters.map((value) => markers.indexOf(value as string));
     for (let i = 0; i < arity; i++)
       if (!slots.includes(i)) throw new Error(`prepared query: parameter ${i} is not bound as a value`);
-    return { query, slots, direct: directSqliteReads.get(db)?.(query.sql) };
+    return { query, slots, direct: directReads.get(db)?.(query.sql) };
   };
   return async (...args: Args): Promise<Row[]> => {
     compiled ??= compile();
@@ -32,7 +32,7 @@ export function preparedQuery<Args extends unknown[], Row>(
       const slot = slots[i] ?? -1;
       return slot === -1 ? value : args[slot];
     });
-    const rows = direct?.(parameters);
+    const rows = await direct?.(parameters);
     if (rows !== undefined) return rows as Row[];
     const result = await db.executeQuery<Row>({ ...query, parameters });
     return result.rows;
