@@ -129,3 +129,29 @@ test("closing the database ends an open batch", async () => {
   const [result] = other.pragma("wal_checkpoint(TRUNCATE)") as { busy: number }[];
   assert.equal(result?.busy, 0);
 });
+
+test("sameInBatch: one answer per batch for the same values, never carried past a write or the turn", async () => {
+  const read = preparedQuery(
+    handle.db,
+    1,
+    (name: string) => handle.db.selectFrom("settings").select("value").where("name", "=", name),
+    { sameInBatch: true },
+  );
+  await handle.db
+    .insertInto("settings")
+    .values({ name: "batch_same", value: "one", updated_at: 0 })
+    .execute();
+  const first = await read("batch_same");
+  assert.deepEqual(first, [{ value: "one" }]);
+  assert.equal(await read("batch_same"), first, "asked again in the same batch: the same rows");
+  assert.deepEqual(await read("batch_missing"), []);
+  // A write ends the batch: the next read asks the database again and sees it.
+  await handle.db.updateTable("settings").set({ value: "two" }).where("name", "=", "batch_same").execute();
+  const afterWrite = await read("batch_same");
+  assert.deepEqual(afterWrite, [{ value: "two" }]);
+  // Another process's write, seen from the next turn like any read.
+  other.prepare("UPDATE settings SET value = 'three' WHERE name = ?").run("batch_same");
+  assert.equal(await read("batch_same"), afterWrite);
+  await nextTurn();
+  assert.deepEqual(await read("batch_same"), [{ value: "three" }]);
+});

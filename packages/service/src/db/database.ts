@@ -62,7 +62,7 @@ function openSqlite(path: string): DatabaseHandle {
   sqlite.pragma("cache_size = -65536");
   const connection = new SqliteConnection(sqlite);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
-  directReads.set(db, (sqlText) => connection.directReader(sqlText));
+  directReads.set(db, (sqlText, sameInBatch) => connection.directReader(sqlText, sameInBatch));
   return { db, dialect: "sqlite", close: () => db.destroy() };
 }
 
@@ -76,7 +76,10 @@ export type DirectReader = (parameters: readonly unknown[]) => unknown[] | Promi
  * queue and chain of promises, which cost more than the indexed lookup itself. PostgreSQL: a
  * named prepared statement. MySQL/MariaDB: none (Kysely's path).
  */
-export const directReads = new WeakMap<Kysely<Database>, (sql: string) => DirectReader | undefined>();
+export const directReads = new WeakMap<
+  Kysely<Database>,
+  (sql: string, sameInBatch: boolean) => DirectReader | undefined
+>();
 
 /** Prepared statements kept per SQL text; Kysely's SQLite driver would prepare on every query. */
 export const statementCacheSize = 256;
@@ -104,6 +107,8 @@ class SqliteConnection implements SqliteDatabase {
   readonly #begin: BetterSqlite3.Statement;
   readonly #commit: BetterSqlite3.Statement;
   #readBatchOpen = false;
+  /** Counts read batches, so rows kept for one are never handed out in the next. */
+  #readBatch = 0;
   readonly #endReadBatch = () => this.endReadBatch();
 
   constructor(sqlite: BetterSqlite3.Database) {
@@ -125,11 +130,15 @@ class SqliteConnection implements SqliteDatabase {
 
   /**
    * A read with a statement of its own (kept for the connection's life, no cache lookup per call)
-   * run inside the turn's read batch.
+   * run inside the turn's read batch. `sameInBatch`: the rows for the same parameters are kept
+   * until the batch ends; within one read transaction the answer cannot change, so asking again
+   * is saved (for a query most requests repeat, such as the API token).
    */
-  directReader(sql: string): DirectReader | undefined {
+  directReader(sql: string, sameInBatch = false): DirectReader | undefined {
     const statement = this.#sqlite.prepare(sql);
     if (!statement.reader) return undefined;
+    const kept = new Map<string, unknown[]>();
+    let keptInBatch = -1;
     return (parameters) => {
       if (!this.#readBatchOpen) {
         // A transaction of Kysely's holds the connection: wait for it (through Kysely's queue)
@@ -137,9 +146,21 @@ class SqliteConnection implements SqliteDatabase {
         if (this.#sqlite.inTransaction) return undefined;
         this.#begin.run();
         this.#readBatchOpen = true;
+        this.#readBatch++;
         setImmediate(this.#endReadBatch);
       }
-      return statement.all(parameters as unknown[]);
+      if (!sameInBatch) return statement.all(parameters as unknown[]);
+      if (keptInBatch !== this.#readBatch) {
+        kept.clear();
+        keptInBatch = this.#readBatch;
+      }
+      const key = JSON.stringify(parameters);
+      let rows = kept.get(key);
+      if (rows === undefined) {
+        rows = statement.all(parameters as unknown[]);
+        kept.set(key, rows);
+      }
+      return rows;
     };
   }
 

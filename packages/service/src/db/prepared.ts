@@ -10,11 +10,16 @@ const marker = (index: number) => `\u0000prepared-parameter-${index}\u0000`;
  * which cost more than the indexed lookups themselves. The SQL comes from the handle's own query
  * compiler, so the query stays dialect-neutral. `build` receives placeholders (one per argument)
  * that must be used as plain values (`where(column, "=", value)`), never as lists or in raw SQL.
+ *
+ * `sameInBatch`: on SQLite, repeated calls with the same values within one read batch (one
+ * event-loop turn, one snapshot; see db/database.ts) share one answer. The rows are then shared:
+ * callers must not change them.
  */
 export function preparedQuery<Args extends unknown[], Row>(
   db: Kysely<Database>,
   arity: number,
   build: (...params: Args) => Compilable<Row>,
+  { sameInBatch = false }: { sameInBatch?: boolean } = {},
 ): (...args: Args) => Promise<Row[]> {
   let compiled: { query: CompiledQuery<Row>; slots: number[]; direct: DirectReader | undefined } | undefined;
   const compile = () => {
@@ -23,7 +28,7 @@ export function preparedQuery<Args extends unknown[], Row>(
     const slots = query.parameters.map((value) => markers.indexOf(value as string));
     for (let i = 0; i < arity; i++)
       if (!slots.includes(i)) throw new Error(`prepared query: parameter ${i} is not bound as a value`);
-    return { query, slots, direct: directReads.get(db)?.(query.sql) };
+    return { query, slots, direct: directReads.get(db)?.(query.sql, sameInBatch) };
   };
   return async (...args: Args): Promise<Row[]> => {
     compiled ??= compile();

@@ -44,13 +44,16 @@ export function checkScopes(value: unknown): Scope[] {
 
 export class TokenService {
   readonly #db: Kysely<Database>;
-  /** Asked on every API request: compiled once. */
+  /** Asked on every API request: compiled once, and asked once per read batch (SQLite). */
   readonly #byHash;
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
-    this.#byHash = preparedQuery(db, 1, (tokenHash: string) =>
-      db.selectFrom("api_tokens").selectAll().where("token_hash", "=", tokenHash),
+    this.#byHash = preparedQuery(
+      db,
+      1,
+      (tokenHash: string) => db.selectFrom("api_tokens").selectAll().where("token_hash", "=", tokenHash),
+      { sameInBatch: true },
     );
   }
 
