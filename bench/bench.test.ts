@@ -39,8 +39,9 @@ test("npm run bench --smoke: every phase runs and writes its results", { timeout
     const results = JSON.parse(readFileSync(out, "utf8"));
     assert.equal(results.mode, "smoke");
 
-    // Baseline and SQLite: every lookup endpoint at 1, 16 and 64 connections, with real answers.
-    for (const rows of [results.baseline, results.lookups.sqlite]) {
+    // SQLite and its paired baseline: every lookup endpoint at 1, 16 and 64 connections, with real
+    // answers.
+    for (const rows of [results.baseline.sqlite, results.lookups.sqlite]) {
       for (const endpoint of lookupEndpoints)
         for (const connections of [1, 16, 64]) {
           const row = rows.find((r: any) => r.endpoint === endpoint && r.connections === connections);
@@ -70,10 +71,13 @@ test("npm run bench --smoke: every phase runs and writes its results", { timeout
       ["postgres", "TEST_POSTGRES_URL"],
       ["mariadb", "TEST_MARIADB_URL"],
     ] as const)
-      if (process.env[variable]) assert.equal(results.lookups[name]?.length, lookupEndpoints.length * 3);
+      if (process.env[variable]) {
+        assert.equal(results.lookups[name]?.length, lookupEndpoints.length * 3);
+        assert.equal(results.baseline[name]?.length, lookupEndpoints.length * 3);
+      }
 
     // The printed table names every target with its figure.
-    assert.match(run.stdout, /\| baseline \| domain \| 64 \|/);
+    assert.match(run.stdout, /\| baseline \(sqlite\) \| domain \| 64 \|/);
     assert.match(run.stdout, /passdb \/ raw Argon2 rate: \d/);
     assert.match(run.stdout, /peak RSS MiB with \d+ concurrent passdb/);
   } finally {

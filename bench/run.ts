@@ -298,34 +298,62 @@ interface LookupRow extends LoadResult {
   ratio?: number;
 }
 
+interface BaselineRow extends LookupRow {
+  bodyBytes: number;
+}
+
+/**
+ * Each lookup endpoint at each connection count, the bare baseline and then the service straight
+ * after it: the machine's load changes over minutes (other tenants of the host), so each ratio
+ * compares two runs made under the same conditions.
+ */
 async function lookupMatrix(
   load: LoadGenerator,
-  url: string,
+  serviceUrl: string,
   tokens: GeneratedDataset["tokens"],
-  lists: Map<LookupEndpoint, KeyedRequest[]>,
   label: string,
-): Promise<LookupRow[]> {
-  const rows: LookupRow[] = [];
+): Promise<{ service: LookupRow[]; baseline: BaselineRow[] }> {
+  const service: LookupRow[] = [];
+  const baseline: BaselineRow[] = [];
   for (const [endpoint, requests] of lists) {
-    const spec = {
-      url,
-      requests,
-      method: "GET" as const,
-      token: tokens[endpointScope(endpoint)],
-      workDir,
-      name: `${label}-${endpoint}`,
-    };
-    await runLoad(load, { ...spec, connections: 64, seconds: settings.warmupSeconds });
-    for (const connections of settings.connections) {
-      const result = await runLoad(load, { ...spec, connections, seconds: settings.seconds });
-      if (result.errors > 0) log(`  ${label} ${endpoint} c=${connections}: ${result.errors} errors`);
-      log(
-        `  ${label.padEnd(8)} ${endpoint.padEnd(10)} c=${String(connections).padStart(2)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms`,
-      );
-      rows.push({ endpoint, ...result });
+    const bodyBytes = results.keyChecks[`${label} ${endpoint}`]!.typicalBytes;
+    const bare = args["skip-baseline"] ? null : await startBaseline(bodyBytes);
+    try {
+      const spec = (url: string, name: string) => ({
+        url,
+        requests,
+        method: "GET" as const,
+        token: tokens[endpointScope(endpoint)],
+        workDir,
+        name: `${name}-${endpoint}`,
+      });
+      const servers = [
+        ...(bare ? [{ name: "baseline", spec: spec(bare.url, `baseline-${label}`) }] : []),
+        { name: label, spec: spec(serviceUrl, label) },
+      ];
+      for (const server of servers)
+        await runLoad(load, { ...server.spec, connections: 64, seconds: settings.warmupSeconds });
+      for (const connections of settings.connections) {
+        let baselineRps: number | undefined;
+        for (const server of servers) {
+          const result = await runLoad(load, { ...server.spec, connections, seconds: settings.seconds });
+          if (result.errors > 0)
+            log(`  ${server.name} ${endpoint} c=${connections}: ${result.errors} errors`);
+          const ratio = server.name === "baseline" ? undefined : baselineRps && result.rps / baselineRps;
+          log(
+            `  ${server.name.padEnd(8)} ${endpoint.padEnd(10)} c=${String(connections).padStart(2)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms${ratio ? `  ratio ${ratio.toFixed(2)}` : ""}`,
+          );
+          if (server.name === "baseline") {
+            baselineRps = result.rps;
+            baseline.push({ endpoint, ...result, bodyBytes });
+          } else service.push({ endpoint, ...result, ...(ratio ? { ratio } : {}) });
+        }
+      }
+    } finally {
+      await bare?.stop();
     }
   }
-  return rows;
+  return { service, baseline };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -364,7 +392,8 @@ const results = {
   settings: { ...settings, saturatedLookups: saturated, keysPerList, dataset: size },
   datasets: {} as Record<string, Omit<GeneratedDataset, "tokens">>,
   keyChecks: {} as Record<string, EndpointCheck>,
-  baseline: [] as (LookupRow & { bodyBytes: number })[],
+  /** Per target: the baseline runs paired with its lookup runs. */
+  baseline: {} as Record<string, BaselineRow[]>,
   lookups: {} as Record<string, LookupRow[]>,
   passdb: null as null | {
     service: PassdbResult;
@@ -405,36 +434,15 @@ try {
         const check = await checkKeys(service.url, token, lists.get(endpoint)!);
         results.keyChecks[`${target.name} ${endpoint}`] = check;
       }
-      if (target.name === allTargets[0]?.name && !args["skip-baseline"]) {
-        log("baseline: bare node:http, the same body sizes");
-        for (const endpoint of endpoints) {
-          const bodyBytes = results.keyChecks[`${target.name} ${endpoint}`]!.typicalBytes;
-          const baseline = await startBaseline(bodyBytes);
-          try {
-            const rows = await lookupMatrix(
-              generator.name,
-              baseline.url,
-              tokens,
-              new Map([[endpoint, lists.get(endpoint)!]]),
-              "baseline",
-            );
-            results.baseline.push(
-              ...rows.filter((r) => r.endpoint === endpoint).map((r) => ({ ...r, bodyBytes })),
-            );
-          } finally {
-            await baseline.stop();
-          }
-        }
-      }
-      log(`${target.name}: lookups`);
-      const rows = await lookupMatrix(generator.name, service.url, tokens, lists, target.name);
-      for (const row of rows) {
-        const base = results.baseline.find(
-          (b) => b.endpoint === row.endpoint && b.connections === row.connections,
-        );
-        if (base) row.ratio = row.rps / base.rps;
-      }
+      log(`${target.name}: lookups, each run paired with a bare node:http baseline of the same body size`);
+      const { service: rows, baseline } = await lookupMatrix(
+        generator.name,
+        service.url,
+        tokens,
+        target.name,
+      );
       results.lookups[target.name] = rows;
+      results.baseline[target.name] = baseline;
 
       if (target.name === "sqlite" && !args["skip-passdb"]) await passdbPhases(service, tokens);
     } finally {
@@ -561,8 +569,10 @@ const table = (label: string, rows: LookupRow[]) => {
       `| ${label} | ${r.endpoint} | ${r.connections} | ${fmt(r.rps)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${r.ratio === undefined ? "1" : fmt(r.ratio, 2)} | ${r.non2xx} | ${r.errors} |`,
     );
 };
-table("baseline", results.baseline);
-for (const [name, rows] of Object.entries(results.lookups)) table(name, rows);
+for (const [name, rows] of Object.entries(results.lookups)) {
+  table(`baseline (${name})`, results.baseline[name] ?? []);
+  table(name, rows);
+}
 if (results.passdb) {
   const { service, argon2Raw, ratio } = results.passdb;
   lines.push("");
