@@ -1,12 +1,14 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
+import { Writable } from "node:stream";
 import { describe, test } from "node:test";
 import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
 import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
 import { normalizeSetting } from "../src/accounts/settings.ts";
 import { ConfigError, configVariables, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
 import { ServiceError } from "../src/errors.ts";
+import { createLogger, RequestLogger } from "../src/logger.ts";
 import { repoRoot } from "./helpers/process.ts";
 
 describe("configuration", () => {
@@ -146,5 +148,50 @@ describe("settings validation", () => {
         `${name}=${String(value)}`,
       );
     }
+  });
+});
+
+describe("request logger", () => {
+  const collect = () => {
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split("\n")) if (line !== "") lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    return { lines, logger: createLogger("info", destination) };
+  };
+
+  test("writes with the request's bindings and the parent's redaction, only at enabled levels", () => {
+    const { lines, logger } = collect();
+    const log = new RequestLogger(logger, { reqId: "req-7" }, {});
+    log.debug({ route: "/x" }, "below the level");
+    log.trace("below the level");
+    assert.equal(log.isLevelEnabled("debug"), false);
+    assert.equal(log.level, "info");
+    assert.equal(lines.length, 0);
+    log.info({ password: "hunter2", route: "/x" }, "hello");
+    log.error({ err: new Error("boom") }, "failed");
+    assert.equal(lines.length, 2);
+    assert.equal(lines[0]?.reqId, "req-7");
+    assert.equal(lines[0]?.msg, "hello");
+    assert.equal(lines[0]?.password, "[redacted]");
+    assert.equal(lines[1]?.reqId, "req-7");
+    assert.equal((lines[1]?.err as { message?: string } | undefined)?.message, "boom");
+    log.child({ job: "j" }).warn("from a child");
+    assert.deepEqual([lines[2]?.reqId, lines[2]?.job, lines[2]?.msg], ["req-7", "j", "from a child"]);
+  });
+
+  test("a level set on it applies to it alone", () => {
+    const { lines, logger } = collect();
+    const log = new RequestLogger(logger, { reqId: "req-8" }, {});
+    log.level = "debug";
+    log.debug("now written");
+    new RequestLogger(logger, { reqId: "req-9" }, {}).debug("still not");
+    assert.deepEqual(
+      lines.map((line) => [line.reqId, line.msg]),
+      [["req-8", "now written"]],
+    );
   });
 });

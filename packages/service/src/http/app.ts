@@ -5,7 +5,7 @@ import Fastify, {
   type HTTPMethods,
   LogController,
 } from "fastify";
-import type { Logger } from "../logger.ts";
+import { type Logger, RequestLogger } from "../logger.ts";
 import type { Services } from "../services.ts";
 import { errorHandler } from "./errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
@@ -38,6 +38,8 @@ export async function buildApp({
     routerOptions: { maxParamLength: 1024 },
     // Per-request lines are written by our own onResponse hook (debug), without bodies or headers.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: (parent, bindings, options) =>
+      new RequestLogger(parent as Logger, bindings, options) as unknown as FastifyBaseLogger,
     return503OnClosing: true,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   });
