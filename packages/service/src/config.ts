@@ -6,6 +6,8 @@ export interface Config {
   listen: { host: string; port: number };
   databaseUrl: string;
   databasePoolSize: number;
+  /** PostgreSQL: hot reads as named prepared statements (off behind poolers that lack them). */
+  databasePreparedStatements: boolean;
   logLevel: LogLevel;
   metricsToken: string | null;
   cryptoPoolSize: number;
@@ -32,6 +34,7 @@ export const configVariables = [
   "LISTEN_ADDR",
   "DATABASE_URL",
   "DATABASE_POOL_SIZE",
+  "DATABASE_PREPARED_STATEMENTS",
   "LOG_LEVEL",
   "METRICS_TOKEN",
   "CRYPTO_POOL_SIZE",
@@ -52,6 +55,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     listen: parseListenAddr(read("LISTEN_ADDR") ?? "127.0.0.1:8000"),
     databaseUrl: parseDatabaseUrl(read("DATABASE_URL") ?? defaultDatabaseUrl),
     databasePoolSize: parsePositiveInt("DATABASE_POOL_SIZE", read("DATABASE_POOL_SIZE"), 10),
+    databasePreparedStatements: parseBoolean(
+      "DATABASE_PREPARED_STATEMENTS",
+      read("DATABASE_PREPARED_STATEMENTS"),
+      true,
+    ),
     logLevel: parseLogLevel(read("LOG_LEVEL") ?? "info"),
     metricsToken: read("METRICS_TOKEN") ?? null,
     cryptoPoolSize: parsePositiveInt("CRYPTO_POOL_SIZE", read("CRYPTO_POOL_SIZE"), availableParallelism()),

@@ -12,7 +12,10 @@ async function main() {
   const config = loadConfig();
   ensureThreadPoolSize(config.cryptoPoolSize);
   const logger = createLogger(config.logLevel);
-  const database = await openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
+  const database = await openDatabase(config.databaseUrl, {
+    poolSize: config.databasePoolSize,
+    preparedStatements: config.databasePreparedStatements,
+  });
   const applied = await migrateToLatest(database);
   if (applied.length > 0) logger.info({ migrations: applied }, "database schema updated");
   const services = createServices(database, new CryptoPool(config.cryptoPoolSize));

@@ -91,24 +91,29 @@ test("a read during an open transaction does not see its uncommitted write", asy
 
 const onPostgres = /^postgres(ql)?:/.test(process.env.TEST_DATABASE_URL ?? "");
 
-test("on PostgreSQL a compiled read is a named prepared statement, parsed once per connection", {
+test("on PostgreSQL a compiled read is a named prepared statement, unless switched off", {
   skip: onPostgres
     ? false
     : "PostgreSQL only (TEST_DATABASE_URL): SQLite and MariaDB have no named statements here",
 }, async () => {
-  // One connection, so the session that prepared the statement is the one asked about it.
-  const single = await openDatabase(url, { poolSize: 1 });
-  try {
-    const read = preparedQuery(single.db, 1, (name: string) =>
-      single.db.selectFrom("settings").select("value").where("name", "=", name),
-    );
-    assert.deepEqual(await read("prepared_a"), [{ value: "first" }]);
-    assert.deepEqual(await read("prepared_b"), [{ value: "second" }]);
-    const { rows } = await sql<{ name: string; statement: string }>`
+  for (const preparedStatements of [true, false]) {
+    // One connection, so the session that ran the reads is the one asked about its statements.
+    const single = await openDatabase(url, { poolSize: 1, preparedStatements });
+    try {
+      const read = preparedQuery(single.db, 1, (name: string) =>
+        single.db.selectFrom("settings").select("value").where("name", "=", name),
+      );
+      assert.deepEqual(await read("prepared_a"), [{ value: "first" }]);
+      assert.deepEqual(await read("prepared_b"), [{ value: "second" }]);
+      const { rows } = await sql<{ name: string; statement: string }>`
         select name, statement from pg_prepared_statements where name like 'mas\\_%'`.execute(single.db);
-    assert.equal(rows.length, 1);
-    assert.match(rows[0]?.statement ?? "", /from "settings" where "name" = \$1/);
-  } finally {
-    await single.close();
+      if (!preparedStatements) assert.equal(rows.length, 0, "DATABASE_PREPARED_STATEMENTS=false");
+      else {
+        assert.equal(rows.length, 1);
+        assert.match(rows[0]?.statement ?? "", /from "settings" where "name" = \$1/);
+      }
+    } finally {
+      await single.close();
+    }
   }
 });

@@ -42,6 +42,12 @@ describe("configuration", () => {
       for (const name of names) assert.deepEqual(loadConfig({ [name]: value }), defaults, name);
     }
     assert.deepEqual(defaults.webhookRetryDelays, [10, 60, 360]);
+    assert.equal(defaults.databasePreparedStatements, true);
+    assert.equal(loadConfig({ DATABASE_PREPARED_STATEMENTS: "off" }).databasePreparedStatements, false);
+    assert.throws(
+      () => loadConfig({ DATABASE_PREPARED_STATEMENTS: "maybe" }),
+      /DATABASE_PREPARED_STATEMENTS:/,
+    );
     assert.deepEqual(loadConfig({ WEBHOOK_RETRY_DELAYS: "none" }).webhookRetryDelays, [], "no retries");
     assert.deepEqual(loadConfig({ WEBHOOK_RETRY_DELAYS: "5, 7" }).webhookRetryDelays, [5, 7]);
     assert.throws(() => loadConfig({ WEBHOOK_RETRY_DELAYS: "soon" }), /WEBHOOK_RETRY_DELAYS:/);

@@ -35,13 +35,15 @@ export async function pingDatabase(handle: DatabaseHandle, timeoutMs = 2000): Pr
 
 export interface DatabaseOptions {
   poolSize?: number;
+  /** PostgreSQL: compiled reads as named prepared statements (default true). */
+  preparedStatements?: boolean;
 }
 
 /** The one place that knows which dialect a DATABASE_URL means. */
 export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<DatabaseHandle> {
   const poolSize = options.poolSize ?? 10;
   if (url.startsWith("sqlite:")) return openSqlite(url.slice("sqlite:".length));
-  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, poolSize);
+  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, poolSize, options.preparedStatements ?? true);
   if (/^(mysql|mariadb):\/\//.test(url)) return openMysql(url, poolSize);
   throw new Error("unsupported DATABASE_URL scheme");
 }
@@ -193,7 +195,11 @@ class SqliteConnection implements SqliteDatabase {
   }
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {
+async function openPostgres(
+  url: string,
+  poolSize: number,
+  preparedStatements: boolean,
+): Promise<DatabaseHandle> {
   const pg = (await import("pg")).default;
   // BIGINT (our Unix times) and COUNT(*) come back as strings by default; they fit a JS number.
   pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -212,12 +218,14 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // Hot reads run as named prepared statements: PostgreSQL parses and plans each once per pooled
   // connection instead of on every call (pg sends Bind/Execute only). Through the pool, as
-  // Kysely's own root queries go, so they never join a transaction's connection.
-  directReads.set(db, (sqlText) => {
-    const name = `mas_${createHash("sha256").update(sqlText).digest("hex").slice(0, 24)}`;
-    return async (parameters) =>
-      (await pool.query({ name, text: sqlText, values: parameters as unknown[] })).rows;
-  });
+  // Kysely's own root queries go, so they never join a transaction's connection. A pooler in
+  // transaction mode without prepared-statement support needs them off.
+  if (preparedStatements)
+    directReads.set(db, (sqlText) => {
+      const name = `mas_${createHash("sha256").update(sqlText).digest("hex").slice(0, 24)}`;
+      return async (parameters) =>
+        (await pool.query({ name, text: sqlText, values: parameters as unknown[] })).rows;
+    });
   return { db, dialect: "postgres", close: () => db.destroy() };
 }
 
