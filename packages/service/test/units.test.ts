@@ -7,7 +7,7 @@ import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
 import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
 import { normalizeSetting } from "../src/accounts/settings.ts";
 import { ConfigError, configVariables, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
-import { ServiceError } from "../src/errors.ts";
+import { notFound, ServiceError } from "../src/errors.ts";
 import { createLogger, RequestLogger } from "../src/logger.ts";
 import { repoRoot } from "./helpers/process.ts";
 
@@ -199,5 +199,18 @@ describe("request logger", () => {
       lines.map((line) => [line.reqId, line.msg]),
       [["req-8", "now written"]],
     );
+  });
+});
+
+describe("service errors", () => {
+  test("carry kind and message but no stack, and leave the stack limit as it was", () => {
+    const before = Error.stackTraceLimit;
+    const error = notFound("user not found");
+    assert.ok(error instanceof ServiceError && error instanceof Error);
+    assert.equal(error.kind, "not_found");
+    assert.equal(error.message, "user not found");
+    assert.doesNotMatch(error.stack ?? "", /\n\s+at /, "no stack frames were captured");
+    assert.equal(Error.stackTraceLimit, before);
+    assert.match(new Error("other").stack ?? "", /\n\s+at /, "other errors keep their stacks");
   });
 });
