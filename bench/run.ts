@@ -318,36 +318,37 @@ async function lookupMatrix(
   for (const [endpoint, requests] of lists) {
     const bodyBytes = results.keyChecks[`${label} ${endpoint}`]!.typicalBytes;
     const bare = args["skip-baseline"] ? null : await startBaseline(bodyBytes);
+    const spec = (url: string, name: string) => ({
+      url,
+      requests,
+      method: "GET" as const,
+      token: tokens[endpointScope(endpoint)],
+      workDir,
+      name: `${name}-${endpoint}`,
+    });
+    const bareSpec = bare && spec(bare.url, `baseline-${label}`);
+    const serviceSpec = spec(serviceUrl, label);
+    const measure = async (
+      name: string,
+      target: typeof serviceSpec,
+      connections: number,
+      against?: number,
+    ) => {
+      const result = await runLoad(load, { ...target, connections, seconds: settings.seconds });
+      if (result.errors > 0) log(`  ${name} ${endpoint} c=${connections}: ${result.errors} errors`);
+      const ratio = against ? result.rps / against : undefined;
+      log(
+        `  ${name.padEnd(8)} ${endpoint.padEnd(10)} c=${String(connections).padStart(2)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms${ratio ? `  ratio ${ratio.toFixed(2)}` : ""}`,
+      );
+      return { endpoint, ...result, ...(ratio ? { ratio } : {}) };
+    };
     try {
-      const spec = (url: string, name: string) => ({
-        url,
-        requests,
-        method: "GET" as const,
-        token: tokens[endpointScope(endpoint)],
-        workDir,
-        name: `${name}-${endpoint}`,
-      });
-      const servers = [
-        ...(bare ? [{ name: "baseline", spec: spec(bare.url, `baseline-${label}`) }] : []),
-        { name: label, spec: spec(serviceUrl, label) },
-      ];
-      for (const server of servers)
-        await runLoad(load, { ...server.spec, connections: 64, seconds: settings.warmupSeconds });
+      for (const target of bareSpec ? [bareSpec, serviceSpec] : [serviceSpec])
+        await runLoad(load, { ...target, connections: 64, seconds: settings.warmupSeconds });
       for (const connections of settings.connections) {
-        let baselineRps: number | undefined;
-        for (const server of servers) {
-          const result = await runLoad(load, { ...server.spec, connections, seconds: settings.seconds });
-          if (result.errors > 0)
-            log(`  ${server.name} ${endpoint} c=${connections}: ${result.errors} errors`);
-          const ratio = server.name === "baseline" ? undefined : baselineRps && result.rps / baselineRps;
-          log(
-            `  ${server.name.padEnd(8)} ${endpoint.padEnd(10)} c=${String(connections).padStart(2)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms${ratio ? `  ratio ${ratio.toFixed(2)}` : ""}`,
-          );
-          if (server.name === "baseline") {
-            baselineRps = result.rps;
-            baseline.push({ endpoint, ...result, bodyBytes });
-          } else service.push({ endpoint, ...result, ...(ratio ? { ratio } : {}) });
-        }
+        const base = bareSpec && (await measure("baseline", bareSpec, connections));
+        if (base) baseline.push({ ...base, bodyBytes });
+        service.push(await measure(label, serviceSpec, connections, base?.rps));
       }
     } finally {
       await bare?.stop();

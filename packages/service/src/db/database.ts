@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
@@ -84,7 +84,7 @@ export const directReads = new WeakMap<
 >();
 
 /** Prepared statements kept per SQL text; Kysely's SQLite driver would prepare on every query. */
-export const statementCacheSize = 256;
+const statementCacheSize = 256;
 
 /**
  * The one SQLite connection, as Kysely and the direct reads see it.
@@ -111,7 +111,7 @@ class SqliteConnection implements SqliteDatabase {
   #readBatchOpen = false;
   /** Counts read batches, so rows kept for one are never handed out in the next. */
   #readBatch = 0;
-  readonly #endReadBatch = () => this.endReadBatch();
+  readonly #endReadBatchLater = () => this.#endReadBatch();
 
   constructor(sqlite: BetterSqlite3.Database) {
     this.#sqlite = sqlite;
@@ -121,12 +121,12 @@ class SqliteConnection implements SqliteDatabase {
 
   /** Kysely's way in: whatever it runs starts outside any read batch. */
   prepare(sql: string): BetterSqlite3.Statement {
-    this.endReadBatch();
+    this.#endReadBatch();
     return this.#statement(sql);
   }
 
   close(): void {
-    this.endReadBatch();
+    this.#endReadBatch();
     this.#sqlite.close();
   }
 
@@ -149,7 +149,7 @@ class SqliteConnection implements SqliteDatabase {
         this.#begin.run();
         this.#readBatchOpen = true;
         this.#readBatch++;
-        setImmediate(this.#endReadBatch);
+        setImmediate(this.#endReadBatchLater);
       }
       if (!sameInBatch) return statement.all(parameters as unknown[]);
       if (keptInBatch !== this.#readBatch) {
@@ -166,7 +166,7 @@ class SqliteConnection implements SqliteDatabase {
     };
   }
 
-  endReadBatch(): void {
+  #endReadBatch(): void {
     if (!this.#readBatchOpen) return;
     this.#readBatchOpen = false;
     if (!this.#sqlite.inTransaction) return;
@@ -222,7 +222,7 @@ async function openPostgres(
   // transaction mode without prepared-statement support needs them off.
   if (preparedStatements)
     directReads.set(db, (sqlText) => {
-      const name = `mas_${createHash("sha256").update(sqlText).digest("hex").slice(0, 24)}`;
+      const name = `mas_${hash("sha256", sqlText, "hex").slice(0, 24)}`;
       return async (parameters) =>
         (await pool.query({ name, text: sqlText, values: parameters as unknown[] })).rows;
     });
