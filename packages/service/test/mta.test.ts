@@ -143,6 +143,47 @@ describe("mta (Postfix lookups and SMTP auth)", () => {
     assert.deepEqual((await get("/api/mta/smtp_quota/both@example.org")).body, { per_hour: 7, per_day: 70 });
   });
 
+  test("many lookups at once (one statement per turn on PostgreSQL) answer as each alone", async () => {
+    const addresses = [
+      "user@example.org",
+      "USER@example.org",
+      "user2@example.org",
+      "gone@example.org",
+      "alias@example.org",
+      "multi@example.com",
+      "user2@example.com",
+      "old@example.org",
+      "both@example.org",
+      "nobody@example.org",
+      "postmaster@example.com",
+    ];
+    const paths = [
+      ...["example.org", "EXAMPLE.COM", "example.net"].map((domain) => `/api/mta/domain/${domain}`),
+      ...["mailbox", "alias", "senders", "smtp_quota"].flatMap((kind) =>
+        addresses.map((address) => `/api/mta/${kind}/${address}`),
+      ),
+    ];
+    const alone: Awaited<ReturnType<typeof get>>[] = [];
+    for (const path of paths) alone.push(await get(path));
+    // A token that is well formed but unknown, asked in the same turns: refused on its own.
+    const unknownToken = "ab".repeat(32);
+    const together = await Promise.all(
+      [...paths, ...paths].map((path, i) =>
+        i % 7 === 3 ? service.request("GET", path, { token: unknownToken }) : get(path),
+      ),
+    );
+    for (const [i, response] of together.entries()) {
+      const path = paths[i % paths.length] as string;
+      if (i % 7 === 3) {
+        assert.equal(response.status, 401, path);
+        continue;
+      }
+      const expected = alone[i % paths.length];
+      assert.equal(response.status, expected?.status, path);
+      assert.deepEqual(response.body, expected?.body, path);
+    }
+  });
+
   test("auth: 200, 401 for wrong or unknown, 403 for spam and password change", async () => {
     const cases: [string, string, number, string][] = [
       ["user@example.org", password, 200, "success"],

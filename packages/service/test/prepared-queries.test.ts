@@ -18,6 +18,7 @@ let handle: DatabaseHandle;
 let dir: string;
 let drop: () => Promise<void>;
 let url: string;
+const onPostgres = /^postgres(ql)?:/.test(process.env.TEST_DATABASE_URL ?? "");
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), "mas-prepared-"));
@@ -89,7 +90,81 @@ test("a read during an open transaction does not see its uncommitted write", asy
   assert.deepEqual(await read("prepared_uncommitted"), []);
 });
 
-const onPostgres = /^postgres(ql)?:/.test(process.env.TEST_DATABASE_URL ?? "");
+test("reads by key asked in one turn each get exactly their own rows", async () => {
+  const { db } = handle;
+  await db
+    .insertInto("settings")
+    .values([
+      { name: "keyed_a", value: "A", updated_at: 0 },
+      { name: "keyed_b", value: "B", updated_at: 0 },
+    ])
+    .execute();
+  // Two rows per existing key (a union), none for a missing one.
+  const read = preparedQuery(
+    db,
+    1,
+    (name: string) =>
+      db
+        .selectFrom("settings")
+        .select("value")
+        .where("name", "=", name)
+        .unionAll(db.selectFrom("settings").select("name as value").where("name", "=", name)),
+    { byKey: true },
+  );
+  const keys = ["keyed_b", "keyed_a", "keyed_missing", "keyed_a", "keyed_nul\u0000"];
+  const answers = await Promise.allSettled(keys.map((key) => read(key)));
+  const rows = (i: number) => {
+    const answer = answers[i];
+    assert.equal(answer?.status, "fulfilled", keys[i]);
+    return (answer as PromiseFulfilledResult<{ value: string }[]>).value;
+  };
+  const sorted = (list: { value: string }[]) => list.map((row) => row.value).sort();
+  assert.deepEqual(sorted(rows(0)), ["B", "keyed_b"]);
+  assert.deepEqual(sorted(rows(1)), ["A", "keyed_a"]);
+  assert.deepEqual(rows(2), []);
+  assert.deepEqual(sorted(rows(3)), ["A", "keyed_a"]);
+  // The same key twice: equal answers, but rows of its own each (a caller may change them).
+  assert.notEqual(rows(1)[0], rows(3)[0]);
+  // A key PostgreSQL refuses as text fails alone (it is never put in a batch); the others stand.
+  if (onPostgres) assert.equal(answers[4]?.status, "rejected");
+
+  // A write committed before the call is seen, in the same turn as other keys.
+  await db.insertInto("settings").values({ name: "keyed_c", value: "C", updated_at: 0 }).execute();
+  const [c, a] = await Promise.all([read("keyed_c"), read("keyed_a")]);
+  assert.deepEqual(sorted(c), ["C", "keyed_c"]);
+  assert.deepEqual(sorted(a), ["A", "keyed_a"]);
+});
+
+test("on PostgreSQL the reads by key of one turn run as one statement; a lone key as compiled", {
+  skip: onPostgres ? false : "PostgreSQL only (TEST_DATABASE_URL): the other databases read key by key",
+}, async () => {
+  // One connection, so the session that ran the reads is the one asked about its statements.
+  const single = await openDatabase(url, { poolSize: 1 });
+  try {
+    const read = preparedQuery(
+      single.db,
+      1,
+      (name: string) => single.db.selectFrom("settings").select("value").where("name", "=", name),
+      { byKey: true },
+    );
+    const turn = await Promise.all(["prepared_a", "prepared_b", "prepared_missing", "prepared_a"].map(read));
+    assert.deepEqual(turn, [[{ value: "first" }], [{ value: "second" }], [], [{ value: "first" }]]);
+    assert.deepEqual(await read("prepared_b"), [{ value: "second" }]);
+    const { rows } = await sql<{ statement: string; runs: number }>`
+      select statement, generic_plans + custom_plans as runs from pg_prepared_statements
+      where name like 'mas\\_%' order by statement`.execute(single.db);
+    assert.equal(rows.length, 2, JSON.stringify(rows));
+    const [plain, batched] = [
+      rows.find((r) => !/unnest/.test(r.statement)),
+      rows.find((r) => /unnest/.test(r.statement)),
+    ];
+    assert.match(batched?.statement ?? "", /unnest\(\$1::text\[\]\).*"name" = mas_batch\.key/);
+    assert.equal(Number(batched?.runs), 1, "four reads of one turn: one statement");
+    assert.equal(Number(plain?.runs), 1, "a read alone in its turn: the compiled statement");
+  } finally {
+    await single.close();
+  }
+});
 
 test("on PostgreSQL a compiled read is a named prepared statement, unless switched off", {
   skip: onPostgres

@@ -7,6 +7,7 @@ import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
 import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
 import { normalizeSetting } from "../src/accounts/settings.ts";
 import { ConfigError, configVariables, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
+import { batchedSql } from "../src/db/key-batches.ts";
 import { notFound, ServiceError } from "../src/errors.ts";
 import { createLogger, RequestLogger } from "../src/logger.ts";
 import { repoRoot } from "./helpers/process.ts";
@@ -212,5 +213,35 @@ describe("service errors", () => {
     assert.doesNotMatch(error.stack ?? "", /\n\s+at /, "no stack frames were captured");
     assert.equal(Error.stackTraceLimit, before);
     assert.match(new Error("other").stack ?? "", /\n\s+at /, "other errors keep their stacks");
+  });
+});
+
+describe("key batches (PostgreSQL SQL)", () => {
+  test("the key parameters read the batch's key; the others are renumbered from $2", () => {
+    const { text, constantParameters } = batchedSql(
+      'select "id" from "users" where "email" = $1 and "deleted" = $2 union all ' +
+        'select "id" from "aliases" where "source" = $3 and "deleted" = $4',
+      new Set([0, 2]),
+    );
+    assert.deepEqual(constantParameters, [1, 3]);
+    assert.equal(
+      text,
+      "select mas_batch.key, mas_lookup.* from unnest($1::text[]) as mas_batch(key) cross join lateral " +
+        '(select "id" from "users" where "email" = mas_batch.key and "deleted" = $2 union all ' +
+        'select "id" from "aliases" where "source" = mas_batch.key and "deleted" = $3) as mas_lookup',
+    );
+  });
+
+  test("placeholders inside quotes are text, not parameters", () => {
+    const { text, constantParameters } = batchedSql(
+      `select 'it''s $1' as "a""$2", $2 as b from t where k = $1`,
+      new Set([0]),
+    );
+    assert.deepEqual(constantParameters, [1]);
+    assert.match(text, /\(select 'it''s \$1' as "a""\$2", \$2 as b from t where k = mas_batch\.key\)/);
+  });
+
+  test("an unterminated quote is refused, not guessed at", () => {
+    assert.throws(() => batchedSql("select 'open from t where k = $1", new Set([0])), /unterminated quote/);
   });
 });

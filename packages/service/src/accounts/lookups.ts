@@ -45,65 +45,89 @@ export class LookupService {
     this.#db = db;
     this.#settings = settings;
     this.#users = users;
-    this.#domainId = preparedQuery(db, 1, (name: string) =>
-      db.selectFrom("domains").select("id").where("name", "=", name),
+    this.#domainId = preparedQuery(
+      db,
+      1,
+      (name: string) => db.selectFrom("domains").select("id").where("name", "=", name),
+      { byKey: true },
     );
-    this.#activeUserId = preparedQuery(db, 1, (email: string) =>
-      db.selectFrom("users").select("id").where("email", "=", email).where("deleted", "=", activeFlag),
+    this.#activeUserId = preparedQuery(
+      db,
+      1,
+      (email: string) =>
+        db.selectFrom("users").select("id").where("email", "=", email).where("deleted", "=", activeFlag),
+      { byKey: true },
     );
     // The settings these answers depend on are read in the same statement (no extra round trip).
-    this.#userdbRow = preparedQuery(db, 1, (email: string) =>
-      db
-        .selectFrom("users")
-        .select(["email", "mail_crypt", "mail_crypt_public_key", "quota"])
-        .select(storedSetting(db, "mail_crypt").as("mail_crypt_level"))
-        .where("email", "=", email)
-        .where("deleted", "=", activeFlag),
+    this.#userdbRow = preparedQuery(
+      db,
+      1,
+      (email: string) =>
+        db
+          .selectFrom("users")
+          .select(["email", "mail_crypt", "mail_crypt_public_key", "quota"])
+          .select(storedSetting(db, "mail_crypt").as("mail_crypt_level"))
+          .where("email", "=", email)
+          .where("deleted", "=", activeFlag),
+      { byKey: true },
     );
     // A user's own limits, else an alias's (both rows come back; the user's wins), with the defaults.
-    this.#smtpQuotaLimits = preparedQuery(db, 1, (address: string) => {
-      const defaults = [
-        storedSetting(db, "smtp_quota_limit_per_hour").as("default_per_hour"),
-        storedSetting(db, "smtp_quota_limit_per_day").as("default_per_day"),
-      ];
-      return db
-        .selectFrom("users")
-        .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(0).as("from_alias")])
-        .select(defaults)
-        .where("email", "=", address)
-        .where("deleted", "=", activeFlag)
-        .unionAll(
-          db
-            .selectFrom("aliases")
-            .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(1).as("from_alias")])
-            .select(defaults)
-            .where("source", "=", address)
-            .where("deleted", "=", activeFlag),
-        );
-    });
-    this.#aliasDestinations = preparedQuery(db, 1, (source: string) =>
-      db
-        .selectFrom("aliases")
-        .select("destinations")
-        .where("source", "=", source)
-        .where("deleted", "=", activeFlag),
-    );
-    // Whether the address is a mailbox, and its alias destinations, in one statement.
-    this.#senderSources = preparedQuery(db, 1, (address: string) =>
-      db.selectNoFrom((eb) => [
-        eb
+    this.#smtpQuotaLimits = preparedQuery(
+      db,
+      1,
+      (address: string) => {
+        const defaults = [
+          storedSetting(db, "smtp_quota_limit_per_hour").as("default_per_hour"),
+          storedSetting(db, "smtp_quota_limit_per_day").as("default_per_day"),
+        ];
+        return db
           .selectFrom("users")
-          .select("id")
+          .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(0).as("from_alias")])
+          .select(defaults)
           .where("email", "=", address)
           .where("deleted", "=", activeFlag)
-          .as("user_id"),
-        eb
+          .unionAll(
+            db
+              .selectFrom("aliases")
+              .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(1).as("from_alias")])
+              .select(defaults)
+              .where("source", "=", address)
+              .where("deleted", "=", activeFlag),
+          );
+      },
+      { byKey: true },
+    );
+    this.#aliasDestinations = preparedQuery(
+      db,
+      1,
+      (source: string) =>
+        db
           .selectFrom("aliases")
           .select("destinations")
-          .where("source", "=", address)
-          .where("deleted", "=", activeFlag)
-          .as("destinations"),
-      ]),
+          .where("source", "=", source)
+          .where("deleted", "=", activeFlag),
+      { byKey: true },
+    );
+    // Whether the address is a mailbox, and its alias destinations, in one statement.
+    this.#senderSources = preparedQuery(
+      db,
+      1,
+      (address: string) =>
+        db.selectNoFrom((eb) => [
+          eb
+            .selectFrom("users")
+            .select("id")
+            .where("email", "=", address)
+            .where("deleted", "=", activeFlag)
+            .as("user_id"),
+          eb
+            .selectFrom("aliases")
+            .select("destinations")
+            .where("source", "=", address)
+            .where("deleted", "=", activeFlag)
+            .as("destinations"),
+        ]),
+      { byKey: true },
     );
   }
 

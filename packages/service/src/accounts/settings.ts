@@ -179,8 +179,11 @@ export class SettingsService {
   constructor(db: Kysely<Database>) {
     this.#db = db;
     this.#allRows = preparedQuery(db, 0, () => db.selectFrom("settings").select(["name", "value"]));
-    this.#valueOf = preparedQuery(db, 1, (name: string) =>
-      db.selectFrom("settings").select("value").where("name", "=", name),
+    this.#valueOf = preparedQuery(
+      db,
+      1,
+      (name: string) => db.selectFrom("settings").select("value").where("name", "=", name),
+      { byKey: true },
     );
   }
 

@@ -205,8 +205,11 @@ export class UserService {
     this.#pool = pool;
     this.#settings = settings;
     this.#events = events;
-    this.#userByEmail = preparedQuery(db, 1, (email: string) =>
-      db.selectFrom("users").selectAll().where("email", "=", email),
+    this.#userByEmail = preparedQuery(
+      db,
+      1,
+      (email: string) => db.selectFrom("users").selectAll().where("email", "=", email),
+      { byKey: true },
     );
   }
 

@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { Kysely, MysqlDialect, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
+import { keyBatchedReader } from "./key-batches.ts";
 import type { Database } from "./schema.ts";
 
 /** A query without an answer for this long fails (the database counts as unavailable). */
@@ -64,23 +65,32 @@ function openSqlite(path: string): DatabaseHandle {
   sqlite.pragma("cache_size = -65536");
   const connection = new SqliteConnection(sqlite);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
-  directReads.set(db, (sqlText, sameInBatch) => connection.directReader(sqlText, sameInBatch));
+  directReads.set(db, (sqlText, shape) => connection.directReader(sqlText, shape.sameInBatch));
   return { db, dialect: "sqlite", close: () => db.destroy() };
 }
 
 /** Rows of a read; undefined when it must take Kysely's path this time. */
 export type DirectReader = (parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined;
 
+/** What preparedQuery knows about a compiled read, for the dialect's direct way. */
+export interface ReadShape {
+  /** SQLite: the rows for the same parameters are kept for the read batch. */
+  sameInBatch: boolean;
+  /** A read by one text key: the positions of the SQL parameters that carry it. */
+  keyParameters: number[] | null;
+}
+
 /**
  * A faster way for a compiled read (preparedQuery) than Kysely's generic one, where the dialect
  * has one; gives undefined for SQL that must take Kysely's path. SQLite runs in-process and
  * synchronously: a read goes straight to its own prepared statement, skipping Kysely's connection
  * queue and chain of promises, which cost more than the indexed lookup itself. PostgreSQL: a
- * named prepared statement. MySQL/MariaDB: none (Kysely's path).
+ * named prepared statement, and the reads by one key of an event-loop turn as one statement
+ * (db/key-batches.ts). MySQL/MariaDB: none (Kysely's path).
  */
 export const directReads = new WeakMap<
   Kysely<Database>,
-  (sql: string, sameInBatch: boolean) => DirectReader | undefined
+  (sql: string, shape: ReadShape) => DirectReader | undefined
 >();
 
 /** Prepared statements kept per SQL text; Kysely's SQLite driver would prepare on every query. */
@@ -219,13 +229,20 @@ async function openPostgres(
   // Hot reads run as named prepared statements: PostgreSQL parses and plans each once per pooled
   // connection instead of on every call (pg sends Bind/Execute only). Through the pool, as
   // Kysely's own root queries go, so they never join a transaction's connection. A pooler in
-  // transaction mode without prepared-statement support needs them off.
-  if (preparedStatements)
-    directReads.set(db, (sqlText) => {
-      const name = `mas_${hash("sha256", sqlText, "hex").slice(0, 24)}`;
-      return async (parameters) =>
-        (await pool.query({ name, text: sqlText, values: parameters as unknown[] })).rows;
-    });
+  // transaction mode without prepared-statement support needs them off. Reads by one key are
+  // batched per event-loop turn either way.
+  const statementName = (text: string) => `mas_${hash("sha256", text, "hex").slice(0, 24)}`;
+  const named = (text: string) => (preparedStatements ? { name: statementName(text) } : {});
+  directReads.set(db, (sqlText, shape) => {
+    if (shape.keyParameters !== null)
+      return keyBatchedReader(sqlText, shape.keyParameters, {
+        single: async (values) => (await pool.query({ ...named(sqlText), text: sqlText, values })).rows,
+        batch: (text, values) => pool.query({ ...named(text), text, values, rowMode: "array" }),
+      });
+    if (!preparedStatements) return undefined;
+    return async (parameters) =>
+      (await pool.query({ ...named(sqlText), text: sqlText, values: parameters as unknown[] })).rows;
+  });
   return { db, dialect: "postgres", close: () => db.destroy() };
 }
 

@@ -14,12 +14,15 @@ const marker = (index: number) => `\u0000prepared-parameter-${index}\u0000`;
  * `sameInBatch`: on SQLite, repeated calls with the same values within one read batch (one
  * event-loop turn, one snapshot; see db/database.ts) share one answer. The rows are then shared:
  * callers must not change them.
+ *
+ * `byKey`: the read takes one text key (arity 1). On PostgreSQL the calls of one event-loop turn
+ * then run as one statement for all their keys (db/key-batches.ts).
  */
 export function preparedQuery<Args extends unknown[], Row>(
   db: Kysely<Database>,
   arity: number,
   build: (...params: Args) => Compilable<Row>,
-  { sameInBatch = false }: { sameInBatch?: boolean } = {},
+  { sameInBatch = false, byKey = false }: { sameInBatch?: boolean; byKey?: boolean } = {},
 ): (...args: Args) => Promise<Row[]> {
   let compiled: { query: CompiledQuery<Row>; slots: number[]; direct: DirectReader | undefined } | undefined;
   const compile = () => {
@@ -28,7 +31,9 @@ export function preparedQuery<Args extends unknown[], Row>(
     const slots = query.parameters.map((value) => markers.indexOf(value as string));
     for (let i = 0; i < arity; i++)
       if (!slots.includes(i)) throw new Error(`prepared query: parameter ${i} is not bound as a value`);
-    return { query, slots, direct: directReads.get(db)?.(query.sql, sameInBatch) };
+    if (byKey && arity !== 1) throw new Error("prepared query: byKey needs exactly one parameter");
+    const keyParameters = byKey ? slots.flatMap((slot, i) => (slot === 0 ? [i] : [])) : null;
+    return { query, slots, direct: directReads.get(db)?.(query.sql, { sameInBatch, keyParameters }) };
   };
   return async (...args: Args): Promise<Row[]> => {
     compiled ??= compile();

@@ -53,7 +53,7 @@ export class TokenService {
       db,
       1,
       (tokenHash: string) => db.selectFrom("api_tokens").selectAll().where("token_hash", "=", tokenHash),
-      { sameInBatch: true },
+      { sameInBatch: true, byKey: true },
     );
   }
 
