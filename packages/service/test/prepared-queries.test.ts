@@ -135,10 +135,15 @@ test("reads by key asked in one turn each get exactly their own rows", async () 
   assert.deepEqual(sorted(a), ["A", "keyed_a"]);
 });
 
-test("on PostgreSQL the reads by key of one turn run as one statement; a lone key as compiled", {
-  skip: onPostgres ? false : "PostgreSQL only (TEST_DATABASE_URL): the other databases read key by key",
+const onMariadb = /^(mysql|mariadb):/.test(process.env.TEST_DATABASE_URL ?? "");
+
+test("on a database server the reads by key of one turn run as one statement; a lone key as compiled", {
+  skip:
+    onPostgres || onMariadb
+      ? false
+      : "PostgreSQL and MariaDB only (TEST_DATABASE_URL): SQLite reads in-process, key by key",
 }, async () => {
-  // One connection, so the session that ran the reads is the one asked about its statements.
+  // One connection, so the session that ran the reads is the one asked about them.
   const single = await openDatabase(url, { poolSize: 1 });
   try {
     const read = preparedQuery(
@@ -147,17 +152,26 @@ test("on PostgreSQL the reads by key of one turn run as one statement; a lone ke
       (name: string) => single.db.selectFrom("settings").select("value").where("name", "=", name),
       { byKey: true },
     );
+    const selects = async () => {
+      const { rows } = await sql<{ Value: string }>`show session status like 'Com_select'`.execute(single.db);
+      return Number(rows[0]?.Value);
+    };
+    const before = onMariadb ? await selects() : 0;
     const turn = await Promise.all(["prepared_a", "prepared_b", "prepared_missing", "prepared_a"].map(read));
     assert.deepEqual(turn, [[{ value: "first" }], [{ value: "second" }], [], [{ value: "first" }]]);
+    const afterTurn = onMariadb ? await selects() : 0;
     assert.deepEqual(await read("prepared_b"), [{ value: "second" }]);
+    if (onMariadb) {
+      assert.equal(afterTurn - before, 1, "four reads of one turn: one statement");
+      assert.equal((await selects()) - afterTurn, 1, "a read alone in its turn: one statement");
+      return;
+    }
     const { rows } = await sql<{ statement: string; runs: number }>`
       select statement, generic_plans + custom_plans as runs from pg_prepared_statements
       where name like 'mas\\_%' order by statement`.execute(single.db);
     assert.equal(rows.length, 2, JSON.stringify(rows));
-    const [plain, batched] = [
-      rows.find((r) => !/unnest/.test(r.statement)),
-      rows.find((r) => /unnest/.test(r.statement)),
-    ];
+    const plain = rows.find((row) => !/unnest/.test(row.statement));
+    const batched = rows.find((row) => /unnest/.test(row.statement));
     assert.match(batched?.statement ?? "", /unnest\(\$1::text\[\]\).*"name" = mas_batch\.key/);
     assert.equal(Number(batched?.runs), 1, "four reads of one turn: one statement");
     assert.equal(Number(plain?.runs), 1, "a read alone in its turn: the compiled statement");

@@ -7,7 +7,7 @@ import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
 import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
 import { normalizeSetting } from "../src/accounts/settings.ts";
 import { ConfigError, configVariables, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
-import { batchedSql } from "../src/db/key-batches.ts";
+import { batchedSql, keyTaggedSql } from "../src/db/key-batches.ts";
 import { notFound, ServiceError } from "../src/errors.ts";
 import { createLogger, RequestLogger } from "../src/logger.ts";
 import { repoRoot } from "./helpers/process.ts";
@@ -243,5 +243,30 @@ describe("key batches (PostgreSQL SQL)", () => {
 
   test("an unterminated quote is refused, not guessed at", () => {
     assert.throws(() => batchedSql("select 'open from t where k = $1", new Set([0])), /unterminated quote/);
+  });
+});
+
+describe("key batches (MySQL/MariaDB SQL)", () => {
+  test("each top-level select is tagged with the key; subqueries and quoted text are not", () => {
+    const tagged = keyTaggedSql(
+      "select `a`, (select `value` from `settings` where `name` = 'select ?') as `d` from `users` " +
+        "where `email` = ? and `deleted` = ? union all select `b` from `aliases` where `source` = ?",
+    );
+    assert.deepEqual(tagged, {
+      text:
+        "select ? as mas_batch_key, `a`, (select `value` from `settings` where `name` = 'select ?') as `d` " +
+        "from `users` where `email` = ? and `deleted` = ? union all " +
+        "select ? as mas_batch_key, `b` from `aliases` where `source` = ?",
+      values: ["key", 0, 1, "key", 2],
+    });
+  });
+
+  test("a read with a top-level order by or limit is not batched (it would apply to the whole union)", () => {
+    assert.equal(keyTaggedSql("select `id` from `users` where `email` = ? order by `id`"), null);
+    assert.equal(keyTaggedSql("select `id` from `users` where `email` = ? limit ?"), null);
+    assert.notEqual(
+      keyTaggedSql("select (select `id` from `t` order by `id` limit 1) as `x` from `u` where `k` = ?"),
+      null,
+    );
   });
 });

@@ -2,8 +2,16 @@ import { hash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import { Kysely, MysqlDialect, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
-import { keyBatchedReader } from "./key-batches.ts";
+import {
+  CompiledQuery,
+  Kysely,
+  MysqlDialect,
+  PostgresDialect,
+  type SqliteDatabase,
+  SqliteDialect,
+  sql,
+} from "kysely";
+import { keyBatchedReader, mysqlKeyBatch, postgresKeyBatch } from "./key-batches.ts";
 import type { Database } from "./schema.ts";
 
 /** A query without an answer for this long fails (the database counts as unavailable). */
@@ -85,8 +93,8 @@ export interface ReadShape {
  * has one; gives undefined for SQL that must take Kysely's path. SQLite runs in-process and
  * synchronously: a read goes straight to its own prepared statement, skipping Kysely's connection
  * queue and chain of promises, which cost more than the indexed lookup itself. PostgreSQL: a
- * named prepared statement, and the reads by one key of an event-loop turn as one statement
- * (db/key-batches.ts). MySQL/MariaDB: none (Kysely's path).
+ * named prepared statement. PostgreSQL and MySQL/MariaDB: the reads by one key of an event-loop
+ * turn as one statement (db/key-batches.ts); other reads take Kysely's path on MySQL/MariaDB.
  */
 export const directReads = new WeakMap<
   Kysely<Database>,
@@ -235,9 +243,13 @@ async function openPostgres(
   const named = (text: string) => (preparedStatements ? { name: statementName(text) } : {});
   directReads.set(db, (sqlText, shape) => {
     if (shape.keyParameters !== null)
-      return keyBatchedReader(sqlText, shape.keyParameters, {
-        single: async (values) => (await pool.query({ ...named(sqlText), text: sqlText, values })).rows,
-        batch: (text, values) => pool.query({ ...named(text), text, values, rowMode: "array" }),
+      return keyBatchedReader(shape.keyParameters[0] ?? 0, {
+        single: async (values) =>
+          (await pool.query({ ...named(sqlText), text: sqlText, values: [...values] })).rows,
+        batch: postgresKeyBatch(sqlText, shape.keyParameters, (text, values) =>
+          pool.query({ ...named(text), text, values, rowMode: "array" }),
+        ),
+        maxKeys: 500,
       });
     if (!preparedStatements) return undefined;
     return async (parameters) =>
@@ -279,5 +291,18 @@ async function openMysql(url: string, poolSize: number): Promise<DatabaseHandle>
     };
   });
   const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
+  // Reads by one key are batched per event-loop turn (db/key-batches.ts), through Kysely's own
+  // path (its connection handling and the query timeout above).
+  const run = async (text: string, values: readonly unknown[]) =>
+    (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [...values]))).rows;
+  directReads.set(db, (sqlText, shape) => {
+    const batch = shape.keyParameters && mysqlKeyBatch(sqlText, shape.keyParameters, run);
+    if (!shape.keyParameters || !batch) return undefined;
+    return keyBatchedReader(shape.keyParameters[0] ?? 0, {
+      single: (values) => run(sqlText, values),
+      batch,
+      maxKeys: 100,
+    });
+  });
   return { db, dialect: "mysql", close: () => db.destroy() };
 }

@@ -1,43 +1,34 @@
 import type { DirectReader } from "./database.ts";
 
+/** How one dialect runs a read by key: alone, as compiled, or for several keys in one statement. */
 export interface KeyBatchQueries {
-  /** The read as compiled, for a turn with one key: rows as objects. */
-  single(values: unknown[]): Promise<unknown[]>;
-  /** The batched read (`batchedSql`): rows as arrays (column 0 is the key), with column names. */
-  batch(text: string, values: unknown[]): Promise<{ rows: unknown[][]; fields: readonly { name: string }[] }>;
+  /** The read as compiled, with the parameters of its one call. */
+  single(parameters: readonly unknown[]): Promise<unknown[]>;
+  /** The read for several keys; `parameters` are one call's (its constants are every call's). */
+  batch(keys: string[], parameters: readonly unknown[]): Promise<Map<string, unknown[]>>;
+  /** Keys per statement at most; a larger turn is split. */
+  maxKeys: number;
 }
 
-/** Keys per statement at most; a larger turn is split. */
-const maxKeysPerStatement = 500;
-
 /**
- * A PostgreSQL read by one text key, with the calls of one event-loop turn run as one statement:
- * the read itself is joined laterally to the turn's distinct keys (`unnest`), so each key gets
- * exactly the rows its own statement would have given, and every read still starts after the call
- * that asked for it (a write committed before the call is seen).
+ * A read by one text key, with the calls of one event-loop turn run as one statement for all
+ * their distinct keys. Each key gets exactly the rows its own statement would have given, and
+ * every read still starts after the call that asked for it (a write committed before the call is
+ * seen): nothing is cached.
  *
- * Why: on a shared machine each round trip to the server (a socket write, a wake-up of the server
- * process, a read) costs far more than the indexed lookup, and under load many requests of one
- * turn ask the same question (their API token) or the same kind of question (a mailbox). One
- * statement for the turn replaces dozens.
+ * Why: each round trip to a database server (a socket write, a wake-up of the server process, a
+ * read) costs far more than the indexed lookup, and under load many requests of one turn ask the
+ * same question (their API token) or the same kind of question (a mailbox). One statement for the
+ * turn replaces dozens.
  *
- * A turn with a single key runs the read as compiled. PostgreSQL plans a prepared statement anew
- * on each call while that looks cheaper than its generic plan, and for one key it does: planning
- * the lateral join costs several times the lookup, so one-at-a-time traffic keeps the plain
- * statement (and its generic plan), and the batched one runs when there is a batch to amortise it.
+ * A turn with a single key runs the read as compiled: one-at-a-time traffic keeps the plain
+ * statement (on PostgreSQL, planning the batched one for a single key costs several times the
+ * lookup).
  *
- * `keyParameters`: the positions of the SQL parameters that carry the key (all the same value);
- * the other parameters are constants of the compiled query. A key that PostgreSQL would refuse
- * as text (a NUL character) is not batched: undefined sends it down the ordinary path alone, so
- * one bad key can never fail the others.
+ * A key a server could refuse as text (a NUL character) is not batched: undefined sends it down
+ * the ordinary path alone, so one bad key can never fail the others.
  */
-export function keyBatchedReader(
-  sql: string,
-  keyParameters: number[],
-  queries: KeyBatchQueries,
-): DirectReader {
-  const { text, constantParameters } = batchedSql(sql, new Set(keyParameters));
-  const keyParameter = keyParameters[0] ?? 0;
+export function keyBatchedReader(keyParameter: number, queries: KeyBatchQueries): DirectReader {
   type Waiter = { resolve: (rows: unknown[]) => void; reject: (error: unknown) => void };
   let pending: Map<string, Waiter[]> | null = null;
   /** The parameters of the turn's first call: its constants, and all of it for a single key. */
@@ -51,25 +42,15 @@ export function keyBatchedReader(
 
   const runSingle = async (parameters: readonly unknown[], waiters: Waiter[]) => {
     try {
-      settle(waiters, await queries.single([...parameters]));
+      settle(waiters, await queries.single(parameters));
     } catch (error) {
       for (const waiter of waiters) waiter.reject(error);
     }
   };
 
-  const runChunk = async (keys: string[], constants: unknown[], waiters: Map<string, Waiter[]>) => {
+  const runChunk = async (keys: string[], parameters: readonly unknown[], waiters: Map<string, Waiter[]>) => {
     try {
-      const { rows, fields } = await queries.batch(text, [keys, ...constants]);
-      const names = fields.slice(1).map((field) => field.name);
-      const byKey = new Map<string, unknown[]>();
-      for (const row of rows) {
-        const object: Record<string, unknown> = {};
-        for (let i = 0; i < names.length; i++) object[names[i] as string] = row[i + 1];
-        const key = row[0] as string;
-        const list = byKey.get(key);
-        if (list) list.push(object);
-        else byKey.set(key, [object]);
-      }
+      const byKey = await queries.batch(keys, parameters);
       for (const key of keys) settle(waiters.get(key) ?? [], byKey.get(key) ?? []);
     } catch (error) {
       for (const key of keys) for (const waiter of waiters.get(key) ?? []) waiter.reject(error);
@@ -82,9 +63,8 @@ export function keyBatchedReader(
     if (!waiters) return;
     const keys = [...waiters.keys()];
     if (keys.length === 1) return void runSingle(firstParameters, waiters.get(keys[0] as string) ?? []);
-    const constants = constantParameters.map((position) => firstParameters[position]);
-    for (let start = 0; start < keys.length; start += maxKeysPerStatement)
-      void runChunk(keys.slice(start, start + maxKeysPerStatement), constants, waiters);
+    for (let start = 0; start < keys.length; start += queries.maxKeys)
+      void runChunk(keys.slice(start, start + queries.maxKeys), firstParameters, waiters);
   };
 
   return (parameters) => {
@@ -102,6 +82,38 @@ export function keyBatchedReader(
       if (list) list.push({ resolve, reject });
       else batch.set(key, [{ resolve, reject }]);
     });
+  };
+}
+
+function addRow(byKey: Map<string, unknown[]>, key: string, row: unknown) {
+  const list = byKey.get(key);
+  if (list) list.push(row);
+  else byKey.set(key, [row]);
+}
+
+/**
+ * PostgreSQL: the read joined laterally to the keys (`batchedSql`), one prepared statement for
+ * any number of keys. `run` gives rows as arrays, column 0 being the key.
+ */
+export function postgresKeyBatch(
+  sql: string,
+  keyParameters: number[],
+  run: (
+    text: string,
+    values: unknown[],
+  ) => Promise<{ rows: unknown[][]; fields: readonly { name: string }[] }>,
+): KeyBatchQueries["batch"] {
+  const { text, constantParameters } = batchedSql(sql, new Set(keyParameters));
+  return async (keys, parameters) => {
+    const { rows, fields } = await run(text, [keys, ...constantParameters.map((i) => parameters[i])]);
+    const names = fields.slice(1).map((field) => field.name);
+    const byKey = new Map<string, unknown[]>();
+    for (const row of rows) {
+      const object: Record<string, unknown> = {};
+      for (let i = 0; i < names.length; i++) object[names[i] as string] = row[i + 1];
+      addRow(byKey, row[0] as string, object);
+    }
+    return byKey;
   };
 }
 
@@ -151,4 +163,74 @@ export function batchedSql(
     text: `select mas_batch.key, mas_lookup.* from unnest($1::text[]) as mas_batch(key) cross join lateral (${inner}) as mas_lookup`,
     constantParameters,
   };
+}
+
+/**
+ * MySQL/MariaDB (no lateral joins): the compiled read once per key, each select of it tagged with
+ * its key as a first column, all joined by `union all`. No derived tables and no parentheses:
+ * MariaDB materialises those, which cost more than the round trips saved. So a read with a
+ * top-level `order by` or `limit` (which would apply to the whole union) is not batched: null. The parameters are bound
+ * by the driver as for any query; each copy gets the call's parameters with its own key.
+ */
+export function mysqlKeyBatch(
+  sql: string,
+  keyParameters: number[],
+  run: (text: string, values: unknown[]) => Promise<Record<string, unknown>[]>,
+): KeyBatchQueries["batch"] | null {
+  const tagged = keyTaggedSql(sql);
+  if (tagged === null) return null;
+  const { text, values: template } = tagged;
+  const keyPositions = new Set(keyParameters);
+  return async (keys, parameters) => {
+    const values: unknown[] = [];
+    for (const key of keys)
+      for (const slot of template)
+        values.push(slot === "key" || keyPositions.has(slot) ? key : parameters[slot]);
+    const rows = await run(Array(keys.length).fill(text).join(" union all "), values);
+    const byKey = new Map<string, unknown[]>();
+    for (const { mas_batch_key, ...row } of rows) addRow(byKey, String(mas_batch_key), row);
+    return byKey;
+  };
+}
+
+/**
+ * A compiled MySQL read with `? as mas_batch_key` as the first column of each of its top-level
+ * selects (a union has several; scalar subqueries, in parentheses, have none), and the order of
+ * its `?` placeholders: "key" for a tag, else the position of the read's own parameter. Null for a
+ * read with a top-level `order by` or `limit`.
+ */
+export function keyTaggedSql(sql: string): { text: string; values: ("key" | number)[] } | null {
+  const values: ("key" | number)[] = [];
+  let text = "";
+  let depth = 0;
+  let parameter = 0;
+  let i = 0;
+  while (i < sql.length) {
+    const char = sql[i] as string;
+    if (char === "'" || char === '"' || char === "`") {
+      // Quoted text runs to the next unescaped quote (a doubled quote reads as two quoted runs).
+      let end = i + 1;
+      while (end < sql.length && sql[end] !== char) end += sql[end] === "\\" ? 2 : 1;
+      if (end >= sql.length) throw new Error("keyTaggedSql: unterminated quote");
+      text += sql.slice(i, end + 1);
+      i = end + 1;
+      continue;
+    }
+    if (depth === 0 && /^(order\s+by|limit)\s/i.test(sql.slice(i, i + 12)) && !/\w/.test(sql[i - 1] ?? ""))
+      return null;
+    if (char === "(") depth++;
+    else if (char === ")") depth--;
+    else if (char === "?") values.push(parameter++);
+    else if (depth === 0 && /^select\s/i.test(sql.slice(i, i + 7)) && !/\w/.test(sql[i - 1] ?? "")) {
+      const head = /^select\s+(distinct\s+)?/i.exec(sql.slice(i))?.[0] ?? "select ";
+      text += `${head}? as mas_batch_key, `;
+      values.push("key");
+      i += head.length;
+      continue;
+    }
+    text += char;
+    i++;
+  }
+  if (!values.includes("key")) throw new Error("keyTaggedSql: no top-level select");
+  return { text, values };
 }
