@@ -239,21 +239,24 @@ async function openPostgres(
   // Kysely's own root queries go, so they never join a transaction's connection. A pooler in
   // transaction mode without prepared-statement support needs them off. Reads by one key are
   // batched per event-loop turn either way.
-  const statementName = (text: string) => `mas_${hash("sha256", text, "hex").slice(0, 24)}`;
-  const named = (text: string) => (preparedStatements ? { name: statementName(text) } : {});
+  const named = (text: string) =>
+    preparedStatements ? { name: `mas_${hash("sha256", text, "hex").slice(0, 24)}` } : {};
   directReads.set(db, (sqlText, shape) => {
-    if (shape.keyParameters !== null)
+    // The statement names are worked out once per read, not on every call.
+    const name = named(sqlText);
+    const plain = async (values: readonly unknown[]) =>
+      (await pool.query({ ...name, text: sqlText, values: [...values] })).rows;
+    if (shape.keyParameters !== null) {
+      let batchName: ReturnType<typeof named> | undefined;
       return keyBatchedReader(shape.keyParameters[0] ?? 0, {
-        single: async (values) =>
-          (await pool.query({ ...named(sqlText), text: sqlText, values: [...values] })).rows,
+        single: plain,
         batch: postgresKeyBatch(sqlText, shape.keyParameters, (text, values) =>
-          pool.query({ ...named(text), text, values, rowMode: "array" }),
+          pool.query({ ...(batchName ??= named(text)), text, values, rowMode: "array" }),
         ),
         maxKeys: 500,
       });
-    if (!preparedStatements) return undefined;
-    return async (parameters) =>
-      (await pool.query({ ...named(sqlText), text: sqlText, values: parameters as unknown[] })).rows;
+    }
+    return preparedStatements ? plain : undefined;
   });
   return { db, dialect: "postgres", close: () => db.destroy() };
 }

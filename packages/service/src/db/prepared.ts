@@ -15,8 +15,8 @@ const marker = (index: number) => `\u0000prepared-parameter-${index}\u0000`;
  * event-loop turn, one snapshot; see db/database.ts) share one answer. The rows are then shared:
  * callers must not change them.
  *
- * `byKey`: the read takes one text key (arity 1). On PostgreSQL the calls of one event-loop turn
- * then run as one statement for all their keys (db/key-batches.ts).
+ * `byKey`: the read takes one text key (arity 1). On PostgreSQL and MariaDB the calls of one
+ * event-loop turn then run as one statement for all their keys (db/key-batches.ts).
  */
 export function preparedQuery<Args extends unknown[], Row>(
   db: Kysely<Database>,
