@@ -248,10 +248,14 @@ async function openPostgres(
       (await pool.query({ ...name, text: sqlText, values: [...values] })).rows;
     if (shape.keyParameters !== null) {
       let batchName: ReturnType<typeof named> | undefined;
+      const batchNamed = (text: string) => {
+        batchName ??= named(text);
+        return batchName;
+      };
       return keyBatchedReader(shape.keyParameters[0] ?? 0, {
         single: plain,
         batch: postgresKeyBatch(sqlText, shape.keyParameters, (text, values) =>
-          pool.query({ ...(batchName ??= named(text)), text, values, rowMode: "array" }),
+          pool.query({ ...batchNamed(text), text, values, rowMode: "array" }),
         ),
         maxKeys: 500,
       });
