@@ -26,25 +26,36 @@ async function main() {
   const address = await app.listen({ host: config.listen.host, port: config.listen.port });
   if (config.jobsEnabled) background.start();
 
-  logger.info({ address, database: redactUrl(config.databaseUrl), dialect: database.dialect }, "listening");
-  if ((await services.tokens.list()).length === 0) {
-    logger.info(
-      "no API token yet: create one with  bin/console app:api-token:create --name dovecot --scopes mailbox-server",
-    );
-  }
-
+  // A signal from here on is a graceful stop, whatever the start-up is still doing.
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
-    await app.close();
-    await background.stop();
-    await database.close();
+    try {
+      await app.close();
+      await background.stop();
+      await database.close();
+    } catch (error) {
+      logger.error({ err: error instanceof Error ? error.message : String(error) }, "shutdown failed");
+      process.exit(1);
+    }
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
+
+  logger.info({ address, database: redactUrl(config.databaseUrl), dialect: database.dialect }, "listening");
+  // A stop during this read closes the database under it: that is no failed start.
+  const tokens = await services.tokens.list().catch((error: unknown) => {
+    if (stopping) return null;
+    throw error;
+  });
+  if (tokens?.length === 0) {
+    logger.info(
+      "no API token yet: create one with  bin/console app:api-token:create --name dovecot --scopes mailbox-server",
+    );
+  }
 }
 
 main().catch((error: unknown) => {

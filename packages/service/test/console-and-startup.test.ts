@@ -169,7 +169,8 @@ describe("operator console and a service started as from the README", () => {
       assert.doesNotMatch(service.output(), new RegExp(token), "the token never reaches the log");
       assert.doesNotMatch(service.output(), /correct horse/, "the password never reaches the log");
     } finally {
-      assert.equal(await service.stop("SIGTERM"), 0);
+      const code = await service.stop("SIGTERM");
+      assert.equal(code, 0, `the service exited with ${code}; its output:\n${service.output()}`);
     }
   });
 

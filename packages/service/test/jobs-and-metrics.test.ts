@@ -82,6 +82,36 @@ describe("scheduled jobs", () => {
     assert.equal(deliveries.length, 2, "user.deleted recorded for each");
   });
 
+  test("a pass that ends after stop() schedules no further pass", async () => {
+    let runs = 0;
+    let release = () => {};
+    let started = () => {};
+    const firstStarted = new Promise<void>((resolve) => (started = resolve));
+    const job = {
+      name: "stop-test",
+      periodSeconds: 60,
+      run: () => {
+        runs++;
+        started();
+        return new Promise<string>((resolve) => (release = () => resolve("done")));
+      },
+    };
+    const stopClock = { now: Date.now() };
+    const scheduler = new Scheduler(service.services.database.db, createLogger("silent"), [job], {
+      clock: () => stopClock.now,
+      checkIntervalMs: 10,
+    });
+    scheduler.start();
+    await firstStarted;
+    const stopped = scheduler.stop();
+    release();
+    await stopped;
+    // A new period is due: a scheduler still ticking would run the job again within milliseconds.
+    stopClock.now += 120_000;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(runs, 1);
+  });
+
   test("the period is a setting", async () => {
     await service.services.settings.update({ inactive_user_days: 600 });
     const result = await scheduler().runNow("remove-inactive-users");

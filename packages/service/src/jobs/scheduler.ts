@@ -29,6 +29,7 @@ export class Scheduler {
   readonly #owner = randomUUID();
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<unknown> | null = null;
+  #stopped = false;
 
   constructor(db: Kysely<Database>, logger: Logger, jobs: Job[], options: SchedulerOptions = {}) {
     this.#db = db;
@@ -43,10 +44,13 @@ export class Scheduler {
   }
 
   start(): void {
+    this.#stopped = false;
     const tick = () => {
       this.#running = this.runDue()
         .catch((error: unknown) => this.#logger.warn({ err: String(error) }, "scheduler pass failed"))
         .finally(() => {
+          // A pass that ends after stop() must not schedule the next one.
+          if (this.#stopped) return;
           this.#timer = setTimeout(tick, this.#checkIntervalMs);
           this.#timer.unref();
         });
@@ -56,6 +60,7 @@ export class Scheduler {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     await this.#running;
