@@ -8,6 +8,7 @@ import Fastify, {
 import { type Logger, RequestLogger } from "../logger.ts";
 import type { Services } from "../services.ts";
 import { errorHandler } from "./errors.ts";
+import { writeResponsesInGroups } from "./response-groups.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { identityRoutes } from "./routes/identity.ts";
@@ -54,6 +55,7 @@ export async function buildApp({
     if (text.trim() === "") return done(null, undefined);
     jsonParser(request, text, done);
   });
+  writeResponsesInGroups(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: "Not found" }));
   const { metrics } = services;
