@@ -1,5 +1,5 @@
 import { type Kysely, sql } from "kysely";
-import { preparedQuery } from "../db/prepared.ts";
+import { preparedByKey } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { flag, toFlag } from "../db/schema.ts";
 import { badRequest, notFound } from "../errors.ts";
@@ -45,89 +45,65 @@ export class LookupService {
     this.#db = db;
     this.#settings = settings;
     this.#users = users;
-    this.#domainId = preparedQuery(
-      db,
-      1,
-      (name: string) => db.selectFrom("domains").select("id").where("name", "=", name),
-      { byKey: true },
+    this.#domainId = preparedByKey(db, (name: string) =>
+      db.selectFrom("domains").select("id").where("name", "=", name),
     );
-    this.#activeUserId = preparedQuery(
-      db,
-      1,
-      (email: string) =>
-        db.selectFrom("users").select("id").where("email", "=", email).where("deleted", "=", activeFlag),
-      { byKey: true },
+    this.#activeUserId = preparedByKey(db, (email: string) =>
+      db.selectFrom("users").select("id").where("email", "=", email).where("deleted", "=", activeFlag),
     );
     // The settings these answers depend on are read in the same statement (no extra round trip).
-    this.#userdbRow = preparedQuery(
-      db,
-      1,
-      (email: string) =>
-        db
-          .selectFrom("users")
-          .select(["email", "mail_crypt", "mail_crypt_public_key", "quota"])
-          .select(storedSetting(db, "mail_crypt").as("mail_crypt_level"))
-          .where("email", "=", email)
-          .where("deleted", "=", activeFlag),
-      { byKey: true },
+    this.#userdbRow = preparedByKey(db, (email: string) =>
+      db
+        .selectFrom("users")
+        .select(["email", "mail_crypt", "mail_crypt_public_key", "quota"])
+        .select(storedSetting(db, "mail_crypt").as("mail_crypt_level"))
+        .where("email", "=", email)
+        .where("deleted", "=", activeFlag),
     );
     // A user's own limits, else an alias's (both rows come back; the user's wins), with the defaults.
-    this.#smtpQuotaLimits = preparedQuery(
-      db,
-      1,
-      (address: string) => {
-        const defaults = [
-          storedSetting(db, "smtp_quota_limit_per_hour").as("default_per_hour"),
-          storedSetting(db, "smtp_quota_limit_per_day").as("default_per_day"),
-        ];
-        return db
-          .selectFrom("users")
-          .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(0).as("from_alias")])
-          .select(defaults)
-          .where("email", "=", address)
-          .where("deleted", "=", activeFlag)
-          .unionAll(
-            db
-              .selectFrom("aliases")
-              .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(1).as("from_alias")])
-              .select(defaults)
-              .where("source", "=", address)
-              .where("deleted", "=", activeFlag),
-          );
-      },
-      { byKey: true },
-    );
-    this.#aliasDestinations = preparedQuery(
-      db,
-      1,
-      (source: string) =>
-        db
-          .selectFrom("aliases")
-          .select("destinations")
-          .where("source", "=", source)
-          .where("deleted", "=", activeFlag),
-      { byKey: true },
+    this.#smtpQuotaLimits = preparedByKey(db, (address: string) => {
+      const defaults = [
+        storedSetting(db, "smtp_quota_limit_per_hour").as("default_per_hour"),
+        storedSetting(db, "smtp_quota_limit_per_day").as("default_per_day"),
+      ];
+      return db
+        .selectFrom("users")
+        .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(0).as("from_alias")])
+        .select(defaults)
+        .where("email", "=", address)
+        .where("deleted", "=", activeFlag)
+        .unionAll(
+          db
+            .selectFrom("aliases")
+            .select(["smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(1).as("from_alias")])
+            .select(defaults)
+            .where("source", "=", address)
+            .where("deleted", "=", activeFlag),
+        );
+    });
+    this.#aliasDestinations = preparedByKey(db, (source: string) =>
+      db
+        .selectFrom("aliases")
+        .select("destinations")
+        .where("source", "=", source)
+        .where("deleted", "=", activeFlag),
     );
     // Whether the address is a mailbox, and its alias destinations, in one statement.
-    this.#senderSources = preparedQuery(
-      db,
-      1,
-      (address: string) =>
-        db.selectNoFrom((eb) => [
-          eb
-            .selectFrom("users")
-            .select("id")
-            .where("email", "=", address)
-            .where("deleted", "=", activeFlag)
-            .as("user_id"),
-          eb
-            .selectFrom("aliases")
-            .select("destinations")
-            .where("source", "=", address)
-            .where("deleted", "=", activeFlag)
-            .as("destinations"),
-        ]),
-      { byKey: true },
+    this.#senderSources = preparedByKey(db, (address: string) =>
+      db.selectNoFrom((eb) => [
+        eb
+          .selectFrom("users")
+          .select("id")
+          .where("email", "=", address)
+          .where("deleted", "=", activeFlag)
+          .as("user_id"),
+        eb
+          .selectFrom("aliases")
+          .select("destinations")
+          .where("source", "=", address)
+          .where("deleted", "=", activeFlag)
+          .as("destinations"),
+      ]),
     );
   }
 

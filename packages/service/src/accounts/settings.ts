@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import { preparedQuery } from "../db/prepared.ts";
+import { preparedByKey, preparedQuery } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { invalid } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
@@ -179,11 +179,8 @@ export class SettingsService {
   constructor(db: Kysely<Database>) {
     this.#db = db;
     this.#allRows = preparedQuery(db, 0, () => db.selectFrom("settings").select(["name", "value"]));
-    this.#valueOf = preparedQuery(
-      db,
-      1,
-      (name: string) => db.selectFrom("settings").select("value").where("name", "=", name),
-      { byKey: true },
+    this.#valueOf = preparedByKey(db, (name: string) =>
+      db.selectFrom("settings").select("value").where("name", "=", name),
     );
   }
 

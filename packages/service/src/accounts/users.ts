@@ -3,7 +3,7 @@ import { generateBackupCodes, hashBackupCode } from "../credentials/backup-codes
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
 import { hashPassword } from "../credentials/passwords.ts";
 import { generateTotpSecret } from "../credentials/totp.ts";
-import { preparedQuery } from "../db/prepared.ts";
+import { preparedByKey } from "../db/prepared.ts";
 import { type Database, flag, toFlag, type UserTable } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
@@ -205,11 +205,8 @@ export class UserService {
     this.#pool = pool;
     this.#settings = settings;
     this.#events = events;
-    this.#userByEmail = preparedQuery(
-      db,
-      1,
-      (email: string) => db.selectFrom("users").selectAll().where("email", "=", email),
-      { byKey: true },
+    this.#userByEmail = preparedByKey(db, (email: string) =>
+      db.selectFrom("users").selectAll().where("email", "=", email),
     );
   }
 

@@ -303,8 +303,9 @@ async function openMysql(url: string, poolSize: number): Promise<DatabaseHandle>
   const run = async (text: string, values: readonly unknown[]) =>
     (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [...values]))).rows;
   directReads.set(db, (sqlText, shape) => {
-    const batch = shape.keyParameters && mysqlKeyBatch(sqlText, shape.keyParameters, run);
-    if (!shape.keyParameters || !batch) return undefined;
+    if (shape.keyParameters === null) return undefined;
+    const batch = mysqlKeyBatch(sqlText, shape.keyParameters, run);
+    if (batch === null) return undefined;
     return keyBatchedReader(shape.keyParameters[0] ?? 0, {
       single: (values) => run(sqlText, values),
       batch,

@@ -48,3 +48,12 @@ export function preparedQuery<Args extends unknown[], Row>(
     return result.rows;
   };
 }
+
+/** A read by one text key (`byKey` above): batched per turn on PostgreSQL and MariaDB. */
+export function preparedByKey<Row>(
+  db: Kysely<Database>,
+  build: (key: string) => Compilable<Row>,
+  { sameInBatch = false }: { sameInBatch?: boolean } = {},
+): (key: string) => Promise<Row[]> {
+  return preparedQuery(db, 1, build, { sameInBatch, byKey: true });
+}

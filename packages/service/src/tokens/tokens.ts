@@ -1,7 +1,7 @@
 import { hash, randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import { nowSeconds, parseStringList } from "../accounts/users.ts";
-import { preparedQuery } from "../db/prepared.ts";
+import { preparedByKey } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { invalid, notFound } from "../errors.ts";
 
@@ -49,11 +49,10 @@ export class TokenService {
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
-    this.#byHash = preparedQuery(
+    this.#byHash = preparedByKey(
       db,
-      1,
       (tokenHash: string) => db.selectFrom("api_tokens").selectAll().where("token_hash", "=", tokenHash),
-      { sameInBatch: true, byKey: true },
+      { sameInBatch: true },
     );
   }
 
