@@ -90,6 +90,39 @@ test("a read during an open transaction does not see its uncommitted write", asy
   assert.deepEqual(await read("prepared_uncommitted"), []);
 });
 
+test("on SQLite a compiled read answers at once; through Kysely's queue while a transaction holds the connection", async () => {
+  const read = settingValue();
+  await handle.db
+    .insertInto("settings")
+    .values({ name: "prepared_now", value: "now", updated_at: 0 })
+    .execute();
+  const outside = read("prepared_now");
+  const onSqlite = handle.dialect === "sqlite";
+  // The per-message lookups rely on this: no promise jobs per request on SQLite (eventually.ts).
+  assert.equal(outside instanceof Promise, !onSqlite);
+  assert.deepEqual(await outside, [{ value: "now" }]);
+
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let started!: () => void;
+  const transactionStarted = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  const transaction = handle.db.transaction().execute(async (trx) => {
+    await trx.selectFrom("settings").select("name").execute();
+    started();
+    await held;
+  });
+  await transactionStarted;
+  const during = read("prepared_now");
+  assert.ok(during instanceof Promise, "a read during a transaction waits for the connection");
+  release();
+  await transaction;
+  assert.deepEqual(await during, [{ value: "now" }]);
+});
+
 test("reads by key asked in one turn each get exactly their own rows", async () => {
   const { db } = handle;
   await db

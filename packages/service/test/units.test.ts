@@ -9,6 +9,7 @@ import { normalizeSetting } from "../src/accounts/settings.ts";
 import { ConfigError, configVariables, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
 import { batchedSql, keyTaggedSql } from "../src/db/key-batches.ts";
 import { notFound, ServiceError } from "../src/errors.ts";
+import { andThen, isPromise } from "../src/eventually.ts";
 import { createLogger, RequestLogger } from "../src/logger.ts";
 import { repoRoot } from "./helpers/process.ts";
 
@@ -268,5 +269,27 @@ describe("key batches (MySQL/MariaDB SQL)", () => {
       keyTaggedSql("select (select `id` from `t` order by `id` limit 1) as `x` from `u` where `k` = ?"),
       null,
     );
+  });
+});
+
+describe("eventually (a value now, or a promise of it)", () => {
+  test("a value now is passed on at once, without a promise", () => {
+    const result = andThen(2, (n) => n * 3);
+    assert.equal(isPromise(result), false);
+    assert.equal(result, 6);
+  });
+
+  test("a promise is passed on when it resolves", async () => {
+    const result = andThen(Promise.resolve(2), (n) => n * 3);
+    assert.equal(isPromise(result), true);
+    assert.equal(await result, 6);
+  });
+
+  test("an error thrown for a value now is thrown at once; for a promise, it rejects", async () => {
+    const fail = (): number => {
+      throw notFound("user not found");
+    };
+    assert.throws(() => andThen(1, fail), /user not found/);
+    await assert.rejects(async () => andThen(Promise.resolve(1), fail), /user not found/);
   });
 });

@@ -3,6 +3,7 @@ import { preparedByKey } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { flag, toFlag } from "../db/schema.ts";
 import { badRequest, notFound } from "../errors.ts";
+import { andThen, type Eventually } from "../eventually.ts";
 import { parseAddress, parseDomain } from "./addresses.ts";
 import { inactiveSince } from "./inactivity.ts";
 import { reportsMailCrypt } from "./mail-crypt.ts";
@@ -107,67 +108,76 @@ export class LookupService {
     );
   }
 
+  // The per-message lookups answer synchronously when the read does (see eventually.ts).
+
   /** Dovecot's userdb: an active user's MailCrypt state and quota (one query, with the setting). */
-  async userdb(rawEmail: string): Promise<UserdbEntry> {
+  userdb(rawEmail: string): Eventually<UserdbEntry> {
     const address = parseAddress(rawEmail);
-    const [row] = address ? await this.#userdbRow(address.email) : [];
-    if (!row) throw notFound("user not found");
-    const level = decodeSetting("mail_crypt", row.mail_crypt_level);
-    return {
-      user: row.email,
-      mailCrypt: reportsMailCrypt(level, flag(row.mail_crypt), row.mail_crypt_public_key) ? 2 : 0,
-      mailCryptPublicKey: row.mail_crypt_public_key ?? "",
-      quota: row.quota === null ? "" : `${row.quota}M`,
-    };
+    if (!address) throw notFound("user not found");
+    return andThen(this.#userdbRow(address.email), ([row]) => {
+      if (!row) throw notFound("user not found");
+      const level = decodeSetting("mail_crypt", row.mail_crypt_level);
+      return {
+        user: row.email,
+        mailCrypt: reportsMailCrypt(level, flag(row.mail_crypt), row.mail_crypt_public_key) ? 2 : 0,
+        mailCryptPublicKey: row.mail_crypt_public_key ?? "",
+        quota: row.quota === null ? "" : `${row.quota}M`,
+      };
+    });
   }
 
-  async isManagedDomain(rawDomain: string): Promise<boolean> {
+  isManagedDomain(rawDomain: string): Eventually<boolean> {
     const name = parseDomain(rawDomain);
     if (!name) return false;
-    return (await this.#domainId(name)).length > 0;
+    return andThen(this.#domainId(name), (rows) => rows.length > 0);
   }
 
-  async hasMailbox(rawEmail: string): Promise<boolean> {
+  hasMailbox(rawEmail: string): Eventually<boolean> {
     const address = parseAddress(rawEmail);
     if (!address) return false;
-    return (await this.#activeUserId(address.email)).length > 0;
+    return andThen(this.#activeUserId(address.email), (rows) => rows.length > 0);
   }
 
   /** Destinations of an alias; postmaster@ and abuse@ of managed domains go where the settings say. */
-  async aliasDestinations(rawEmail: string): Promise<string[]> {
+  aliasDestinations(rawEmail: string): Eventually<string[]> {
     const address = parseAddress(rawEmail);
     if (!address) return [];
-    if (address.localPart === "postmaster" || address.localPart === "abuse") {
-      const setting = await this.#settings.get(
-        address.localPart === "postmaster" ? "postmaster_address" : "abuse_address",
-      );
-      if (setting !== "" && (await this.isManagedDomain(address.domain))) return [setting];
-    }
-    return (await this.#activeAliasDestinations(address.email)) ?? [];
+    if (address.localPart === "postmaster" || address.localPart === "abuse")
+      return this.#roleDestinations(address.localPart, address.domain, address.email);
+    return andThen(this.#activeAliasDestinations(address.email), (destinations) => destinations ?? []);
+  }
+
+  async #roleDestinations(role: "postmaster" | "abuse", domain: string, email: string): Promise<string[]> {
+    const setting = await this.#settings.get(role === "postmaster" ? "postmaster_address" : "abuse_address");
+    if (setting !== "" && (await this.isManagedDomain(domain))) return [setting];
+    return (await this.#activeAliasDestinations(email)) ?? [];
   }
 
   /** Logins allowed to send as an address: the mailbox itself, then the alias destinations. */
-  async senders(rawEmail: string): Promise<string[]> {
+  senders(rawEmail: string): Eventually<string[]> {
     const address = parseAddress(rawEmail);
     if (!address) return [];
-    const [row] = await this.#senderSources(address.email);
-    const senders = row?.user_id != null ? [address.email] : [];
-    for (const destination of row?.destinations != null ? parseStringList(row.destinations) : [])
-      if (!senders.includes(destination)) senders.push(destination);
-    return senders;
+    return andThen(this.#senderSources(address.email), ([row]) => {
+      const senders = row?.user_id != null ? [address.email] : [];
+      for (const destination of row?.destinations != null ? parseStringList(row.destinations) : [])
+        if (!senders.includes(destination)) senders.push(destination);
+      return senders;
+    });
   }
 
-  async smtpQuota(rawEmail: string): Promise<{ per_hour: number; per_day: number }> {
+  smtpQuota(rawEmail: string): Eventually<{ per_hour: number; per_day: number }> {
     const address = parseAddress(rawEmail);
     if (!address) throw notFound("user not found");
-    const rows = await this.#smtpQuotaLimits(address.email);
-    const limits = rows.find((row) => Number(row.from_alias) === 0) ?? rows[0];
-    if (!limits) throw notFound("user not found");
-    return {
-      per_hour:
-        limits.smtp_quota_per_hour ?? decodeSetting("smtp_quota_limit_per_hour", limits.default_per_hour),
-      per_day: limits.smtp_quota_per_day ?? decodeSetting("smtp_quota_limit_per_day", limits.default_per_day),
-    };
+    return andThen(this.#smtpQuotaLimits(address.email), (rows) => {
+      const limits = rows.find((row) => Number(row.from_alias) === 0) ?? rows[0];
+      if (!limits) throw notFound("user not found");
+      return {
+        per_hour:
+          limits.smtp_quota_per_hour ?? decodeSetting("smtp_quota_limit_per_hour", limits.default_per_hour),
+        per_day:
+          limits.smtp_quota_per_day ?? decodeSetting("smtp_quota_limit_per_day", limits.default_per_day),
+      };
+    });
   }
 
   /** Sources of the active aliases a user owns, in every domain. */
@@ -182,9 +192,10 @@ export class LookupService {
     return rows.map((row) => row.source);
   }
 
-  async #activeAliasDestinations(source: string): Promise<string[] | null> {
-    const [row] = await this.#aliasDestinations(source);
-    return row ? parseStringList(row.destinations) : null;
+  #activeAliasDestinations(source: string): Eventually<string[] | null> {
+    return andThen(this.#aliasDestinations(source), ([row]) =>
+      row ? parseStringList(row.destinations) : null,
+    );
   }
 
   // Identity provider: every answer is scoped to one managed domain and leaves deleted users out.

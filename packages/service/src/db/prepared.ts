@@ -1,4 +1,5 @@
 import type { Compilable, CompiledQuery, Kysely } from "kysely";
+import type { Eventually } from "../eventually.ts";
 import { type DirectReader, directReads } from "./database.ts";
 import type { Database } from "./schema.ts";
 
@@ -17,13 +18,16 @@ const marker = (index: number) => `\u0000prepared-parameter-${index}\u0000`;
  *
  * `byKey`: the read takes one text key (arity 1). On PostgreSQL and MariaDB the calls of one
  * event-loop turn then run as one statement for all their keys (db/key-batches.ts).
+ *
+ * The rows come back synchronously when the dialect's direct reader has them at once (SQLite),
+ * else as a promise (see eventually.ts).
  */
 export function preparedQuery<Args extends unknown[], Row>(
   db: Kysely<Database>,
   arity: number,
   build: (...params: Args) => Compilable<Row>,
   { sameInBatch = false, byKey = false }: { sameInBatch?: boolean; byKey?: boolean } = {},
-): (...args: Args) => Promise<Row[]> {
+): (...args: Args) => Eventually<Row[]> {
   let compiled: { query: CompiledQuery<Row>; slots: number[]; direct: DirectReader | undefined } | undefined;
   const compile = () => {
     const markers = Array.from({ length: arity }, (_, i) => marker(i));
@@ -35,17 +39,16 @@ export function preparedQuery<Args extends unknown[], Row>(
     const keyParameters = byKey ? slots.flatMap((slot, i) => (slot === 0 ? [i] : [])) : null;
     return { query, slots, direct: directReads.get(db)?.(query.sql, { sameInBatch, keyParameters }) };
   };
-  return async (...args: Args): Promise<Row[]> => {
+  const throughKysely = async (query: CompiledQuery<Row>) => (await db.executeQuery<Row>(query)).rows;
+  return (...args: Args): Eventually<Row[]> => {
     compiled ??= compile();
     const { query, slots, direct } = compiled;
     const parameters = query.parameters.map((value, i) => {
       const slot = slots[i] ?? -1;
       return slot === -1 ? value : args[slot];
     });
-    const rows = await direct?.(parameters);
-    if (rows !== undefined) return rows as Row[];
-    const result = await db.executeQuery<Row>({ ...query, parameters });
-    return result.rows;
+    const rows = direct?.(parameters) as Eventually<Row[]> | undefined;
+    return rows ?? throughKysely({ ...query, parameters });
   };
 }
 
@@ -54,6 +57,6 @@ export function preparedByKey<Row>(
   db: Kysely<Database>,
   build: (key: string) => Compilable<Row>,
   { sameInBatch = false }: { sameInBatch?: boolean } = {},
-): (key: string) => Promise<Row[]> {
+): (key: string) => Eventually<Row[]> {
   return preparedQuery(db, 1, build, { sameInBatch, byKey: true });
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Scope, TokenService } from "../tokens/tokens.ts";
+import { isPromise } from "../eventually.ts";
+import type { ApiToken, Scope, TokenService } from "../tokens/tokens.ts";
 
 /** `Authorization: Bearer <token>` first; otherwise `X-API-Token`. */
 export function presentedToken(request: FastifyRequest): string | null {
@@ -13,19 +14,28 @@ export function presentedToken(request: FastifyRequest): string | null {
 
 /**
  * Guards every route of the plugin it is added to: 401 without a valid token, then 403 without
- * the scope. It runs on request, before the body is read.
+ * the scope. It runs on request, before the body is read. A callback hook rather than an async
+ * one, so a token known at once (SQLite) admits the request in the same turn (see eventually.ts).
  */
 export function requireScope(app: FastifyInstance, tokens: TokenService, scope: Scope) {
-  app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
+  app.addHook("onRequest", (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
     const plain = presentedToken(request);
-    if (plain === null)
-      return reply.code(401).send({ message: "No API token provided", error: "No API token provided" });
-    const token = await tokens.authenticate(plain);
-    if (!token) return reply.code(401).send({ message: "Invalid API token", error: "Invalid API token" });
-    if (!token.scopes.includes(scope)) {
-      return reply.code(403).send({ message: `Token does not have required scope: ${scope}` });
+    if (plain === null) {
+      reply.code(401).send({ message: "No API token provided", error: "No API token provided" });
+      return;
     }
-    request.apiToken = token;
+    const admit = (token: ApiToken | null) => {
+      if (!token) reply.code(401).send({ message: "Invalid API token", error: "Invalid API token" });
+      else if (!token.scopes.includes(scope))
+        reply.code(403).send({ message: `Token does not have required scope: ${scope}` });
+      else {
+        request.apiToken = token;
+        done();
+      }
+    };
+    const token = tokens.authenticate(plain);
+    if (isPromise(token)) token.then(admit, done);
+    else admit(token);
   });
 }
 

@@ -4,6 +4,7 @@ import { nowSeconds, parseStringList } from "../accounts/users.ts";
 import { preparedByKey } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { invalid, notFound } from "../errors.ts";
+import { andThen, type Eventually } from "../eventually.ts";
 
 export const scopes = ["mailbox-server", "mta", "webmail", "identity", "retention", "admin"] as const;
 export type Scope = (typeof scopes)[number];
@@ -91,23 +92,29 @@ export class TokenService {
     if (Number(result.numDeletedRows) === 0) throw notFound("API token not found");
   }
 
-  /** The token a plain value stands for, or null. Records its use at most every five minutes. */
-  async authenticate(plain: string): Promise<ApiToken | null> {
+  /**
+   * The token a plain value stands for, or null. Records its use at most every five minutes.
+   * Asked on every API request: synchronous when the read is (SQLite) and no use is to be recorded.
+   */
+  authenticate(plain: string): Eventually<ApiToken | null> {
     if (!/^[0-9a-f]{64}$/i.test(plain)) return null;
-    const [row] = await this.#byHash(hashToken(plain.toLowerCase()));
-    if (!row) return null;
-    const now = nowSeconds();
-    if (row.last_used_at === null || row.last_used_at <= now - lastUsedWriteInterval) {
-      await this.#db
-        .updateTable("api_tokens")
-        .set({ last_used_at: now })
-        .where("id", "=", row.id)
-        .where((eb) =>
-          eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<=", now - lastUsedWriteInterval)]),
-        )
-        .execute();
-    }
-    return toToken(row);
+    return andThen(this.#byHash(hashToken(plain.toLowerCase())), ([row]) => {
+      if (!row) return null;
+      const now = nowSeconds();
+      if (row.last_used_at !== null && row.last_used_at > now - lastUsedWriteInterval) return toToken(row);
+      return this.#recordUse(row.id, now).then(() => toToken(row));
+    });
+  }
+
+  async #recordUse(id: number, now: number): Promise<void> {
+    await this.#db
+      .updateTable("api_tokens")
+      .set({ last_used_at: now })
+      .where("id", "=", id)
+      .where((eb) =>
+        eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<=", now - lastUsedWriteInterval)]),
+      )
+      .execute();
   }
 }
 

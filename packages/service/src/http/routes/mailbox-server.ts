@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { pingDatabase } from "../../db/database.ts";
+import { andThen } from "../../eventually.ts";
 import type { Services } from "../../services.ts";
 import { requireScope } from "../auth.ts";
 import { requireAddress } from "../params.ts";
@@ -19,9 +20,13 @@ export async function mailboxServerRoutes(app: FastifyInstance, services: Servic
       : reply.code(503).send({ message: "database unavailable, try again" }),
   );
 
-  app.get("/api/mailbox-server/:email", { schema: { params: EmailParams } }, async (request) => {
+  // Not async: sent in the same turn when the database answers at once (see eventually.ts).
+  app.get("/api/mailbox-server/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
-    return { message: "success", body: await services.lookups.userdb(requireAddress(email).email) };
+    return andThen(services.lookups.userdb(requireAddress(email).email), (body) => ({
+      message: "success",
+      body,
+    }));
   });
 
   app.post(

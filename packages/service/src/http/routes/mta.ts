@@ -14,28 +14,30 @@ const AuthBody = Type.Object({
 export async function mtaRoutes(app: FastifyInstance, services: Services) {
   requireScope(app, services.tokens, "mta");
   const { lookups } = services;
+  // The lookups are not async functions: an answer the database gives at once is sent in the same
+  // turn (see eventually.ts); Fastify sends a returned value or awaits a returned promise.
 
-  app.get("/api/mta/domain/:domain", async (request) => {
+  app.get("/api/mta/domain/:domain", (request) => {
     const { domain } = request.params as { domain: string };
     return lookups.isManagedDomain(requireDomain(domain));
   });
 
-  app.get("/api/mta/mailbox/:email", { schema: { params: EmailParams } }, async (request) => {
+  app.get("/api/mta/mailbox/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
     return lookups.hasMailbox(requireAddress(email).email);
   });
 
-  app.get("/api/mta/alias/:email", { schema: { params: EmailParams } }, async (request) => {
+  app.get("/api/mta/alias/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
     return lookups.aliasDestinations(requireAddress(email).email);
   });
 
-  app.get("/api/mta/senders/:email", { schema: { params: EmailParams } }, async (request) => {
+  app.get("/api/mta/senders/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
     return lookups.senders(requireAddress(email).email);
   });
 
-  app.get("/api/mta/smtp_quota/:email", { schema: { params: EmailParams } }, async (request) => {
+  app.get("/api/mta/smtp_quota/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
     return lookups.smtpQuota(requireAddress(email).email);
   });
