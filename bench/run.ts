@@ -4,6 +4,7 @@
  *
  *   node bench/run.ts [--smoke] [--out FILE] [--generator wrk|autocannon] [--profile DIR]
  *                     [--databases sqlite,postgres,mariadb] [--skip-passdb] [--endpoints a,b]
+ *                     [--connections 1,16,64]
  *
  * PostgreSQL and MariaDB runs happen when TEST_POSTGRES_URL / TEST_MARIADB_URL are set: a fresh
  * database is created on that server for the run and dropped afterwards.
@@ -47,6 +48,7 @@ const { values: args } = parseArgs({
     profile: { type: "string" },
     databases: { type: "string" },
     endpoints: { type: "string" },
+    connections: { type: "string" },
     "skip-passdb": { type: "boolean", default: false },
     "skip-baseline": { type: "boolean", default: false },
   },
@@ -71,6 +73,14 @@ const settings = smoke
       passdbConcurrency: 16,
       memoryConcurrency: 200,
     };
+if (args.connections) {
+  const counts = args.connections.split(",").map(Number);
+  if (counts.some((n) => !Number.isInteger(n) || n < 1 || n > 1024)) {
+    console.error("--connections takes a comma-separated list of whole numbers from 1 to 1024");
+    process.exit(2);
+  }
+  settings.connections = counts;
+}
 /** Lookups during saturated passdb: paced, so the figure shows event-loop delay, not CPU queueing. */
 const saturated = { connections: 16, delayMs: 20 };
 const size = smoke ? smokeSize : fullSize;
@@ -206,6 +216,15 @@ function memoryOf(pid: number): { peakRssMiB: number; rssMiB: number } {
   return { peakRssMiB: kib("VmHWM") / 1024, rssMiB: kib("VmRSS") / 1024 };
 }
 
+/** User and system CPU seconds a process has used so far (/proc/<pid>/stat, in clock ticks). */
+function cpuSecondsOf(pid: number): { user: number; system: number } {
+  // The command name (field 2) is in parentheses and may hold spaces: count fields after it.
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticksPerSecond = 100;
+  return { user: Number(fields[11]) / ticksPerSecond, system: Number(fields[12]) / ticksPerSecond };
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------
@@ -296,6 +315,8 @@ async function checkKeys(url: string, token: string, list: KeyedRequest[]): Prom
 interface LookupRow extends LoadResult {
   endpoint: LookupEndpoint;
   ratio?: number;
+  /** CPU the server process used per answered request, in µs: steadier than req/s on a shared host. */
+  cpuUsPerRequest: { user: number; system: number };
 }
 
 interface BaselineRow extends LookupRow {
@@ -310,6 +331,7 @@ interface BaselineRow extends LookupRow {
 async function lookupMatrix(
   load: LoadGenerator,
   serviceUrl: string,
+  servicePid: number,
   tokens: GeneratedDataset["tokens"],
   label: string,
 ): Promise<{ service: LookupRow[]; baseline: BaselineRow[] }> {
@@ -318,7 +340,8 @@ async function lookupMatrix(
   for (const [endpoint, requests] of lists) {
     const bodyBytes = results.keyChecks[`${label} ${endpoint}`]!.typicalBytes;
     const bare = args["skip-baseline"] ? null : await startBaseline(bodyBytes);
-    const spec = (url: string, name: string) => ({
+    const spec = (url: string, pid: number, name: string) => ({
+      pid,
       url,
       requests,
       method: "GET" as const,
@@ -326,21 +349,28 @@ async function lookupMatrix(
       workDir,
       name: `${name}-${endpoint}`,
     });
-    const bareSpec = bare && spec(bare.url, `baseline-${label}`);
-    const serviceSpec = spec(serviceUrl, label);
+    const bareSpec = bare && spec(bare.url, bare.pid, `baseline-${label}`);
+    const serviceSpec = spec(serviceUrl, servicePid, label);
     const measure = async (
       name: string,
       target: typeof serviceSpec,
       connections: number,
       against?: number,
     ) => {
+      const cpuBefore = cpuSecondsOf(target.pid);
       const result = await runLoad(load, { ...target, connections, seconds: settings.seconds });
+      const cpuAfter = cpuSecondsOf(target.pid);
+      const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(result.requests, 1);
+      const cpuUsPerRequest = {
+        user: perRequest(cpuAfter.user - cpuBefore.user),
+        system: perRequest(cpuAfter.system - cpuBefore.system),
+      };
       if (result.errors > 0) log(`  ${name} ${endpoint} c=${connections}: ${result.errors} errors`);
       const ratio = against ? result.rps / against : undefined;
       log(
-        `  ${name.padEnd(8)} ${endpoint.padEnd(10)} c=${String(connections).padStart(2)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms${ratio ? `  ratio ${ratio.toFixed(2)}` : ""}`,
+        `  ${name.padEnd(8)} ${endpoint.padEnd(10)} c=${String(connections).padStart(2)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  cpu ${cpuUsPerRequest.user.toFixed(1)}+${cpuUsPerRequest.system.toFixed(1)} µs${ratio ? `  ratio ${ratio.toFixed(2)}` : ""}`,
       );
-      return { endpoint, ...result, ...(ratio ? { ratio } : {}) };
+      return { endpoint, ...result, cpuUsPerRequest, ...(ratio ? { ratio } : {}) };
     };
     try {
       for (const target of bareSpec ? [bareSpec, serviceSpec] : [serviceSpec])
@@ -439,6 +469,7 @@ try {
       const { service: rows, baseline } = await lookupMatrix(
         generator.name,
         service.url,
+        service.pid,
         tokens,
         target.name,
       );
