@@ -4,7 +4,7 @@ import type { Database } from "../db/schema.ts";
 import { flag, toFlag } from "../db/schema.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { andThen, type Eventually } from "../eventually.ts";
-import { parseAddress, parseDomain } from "./addresses.ts";
+import { type Address, parseAddress, parseDomain } from "./addresses.ts";
 import { inactiveSince } from "./inactivity.ts";
 import { reportsMailCrypt } from "./mail-crypt.ts";
 import { containsText } from "./paging.ts";
@@ -108,12 +108,11 @@ export class LookupService {
     );
   }
 
-  // The per-message lookups answer synchronously when the read does (see eventually.ts).
+  // The per-message lookups answer synchronously when the read does (see eventually.ts). They take
+  // an address already parsed at the edge (a 400 there), so it is not parsed twice per message.
 
   /** Dovecot's userdb: an active user's MailCrypt state and quota (one query, with the setting). */
-  userdb(rawEmail: string): Eventually<UserdbEntry> {
-    const address = parseAddress(rawEmail);
-    if (!address) throw notFound("user not found");
+  userdb(address: Address): Eventually<UserdbEntry> {
     return andThen(this.#userdbRow(address.email), ([row]) => {
       if (!row) throw notFound("user not found");
       const level = decodeSetting("mail_crypt", row.mail_crypt_level);
@@ -132,16 +131,12 @@ export class LookupService {
     return andThen(this.#domainId(name), (rows) => rows.length > 0);
   }
 
-  hasMailbox(rawEmail: string): Eventually<boolean> {
-    const address = parseAddress(rawEmail);
-    if (!address) return false;
+  hasMailbox(address: Address): Eventually<boolean> {
     return andThen(this.#activeUserId(address.email), (rows) => rows.length > 0);
   }
 
   /** Destinations of an alias; postmaster@ and abuse@ of managed domains go where the settings say. */
-  aliasDestinations(rawEmail: string): Eventually<string[]> {
-    const address = parseAddress(rawEmail);
-    if (!address) return [];
+  aliasDestinations(address: Address): Eventually<string[]> {
     if (address.localPart === "postmaster" || address.localPart === "abuse")
       return this.#roleDestinations(address.localPart, address.domain, address.email);
     return andThen(this.#activeAliasDestinations(address.email), (destinations) => destinations ?? []);
@@ -154,9 +149,7 @@ export class LookupService {
   }
 
   /** Logins allowed to send as an address: the mailbox itself, then the alias destinations. */
-  senders(rawEmail: string): Eventually<string[]> {
-    const address = parseAddress(rawEmail);
-    if (!address) return [];
+  senders(address: Address): Eventually<string[]> {
     return andThen(this.#senderSources(address.email), ([row]) => {
       const senders = row?.user_id != null ? [address.email] : [];
       for (const destination of row?.destinations != null ? parseStringList(row.destinations) : [])
@@ -165,9 +158,7 @@ export class LookupService {
     });
   }
 
-  smtpQuota(rawEmail: string): Eventually<{ per_hour: number; per_day: number }> {
-    const address = parseAddress(rawEmail);
-    if (!address) throw notFound("user not found");
+  smtpQuota(address: Address): Eventually<{ per_hour: number; per_day: number }> {
     return andThen(this.#smtpQuotaLimits(address.email), (rows) => {
       const limits = rows.find((row) => Number(row.from_alias) === 0) ?? rows[0];
       if (!limits) throw notFound("user not found");

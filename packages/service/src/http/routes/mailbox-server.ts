@@ -23,7 +23,7 @@ export async function mailboxServerRoutes(app: FastifyInstance, services: Servic
   // Not async: sent in the same turn when the database answers at once (see eventually.ts).
   app.get("/api/mailbox-server/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
-    return andThen(services.lookups.userdb(requireAddress(email).email), (body) => ({
+    return andThen(services.lookups.userdb(requireAddress(email)), (body) => ({
       message: "success",
       body,
     }));

@@ -24,22 +24,22 @@ export async function mtaRoutes(app: FastifyInstance, services: Services) {
 
   app.get("/api/mta/mailbox/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
-    return lookups.hasMailbox(requireAddress(email).email);
+    return lookups.hasMailbox(requireAddress(email));
   });
 
   app.get("/api/mta/alias/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
-    return lookups.aliasDestinations(requireAddress(email).email);
+    return lookups.aliasDestinations(requireAddress(email));
   });
 
   app.get("/api/mta/senders/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
-    return lookups.senders(requireAddress(email).email);
+    return lookups.senders(requireAddress(email));
   });
 
   app.get("/api/mta/smtp_quota/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
-    return lookups.smtpQuota(requireAddress(email).email);
+    return lookups.smtpQuota(requireAddress(email));
   });
 
   app.post("/api/mta/auth", { schema: { body: AuthBody } }, async (request, reply) => {
