@@ -33,6 +33,19 @@ describe("API tokens, routing and bad input", () => {
     assert.deepEqual(scope.body, { message: "Token does not have required scope: mta" });
   });
 
+  test("a token deleted after use is refused at once, in either letter case", async () => {
+    const { plainToken, token } = await service.services.tokens.create("short-lived", ["mta"]);
+    const ask = (plain: string) => service.request("GET", "/api/mta/domain/example.org", { token: plain });
+    assert.equal((await ask(plainToken)).status, 200);
+    assert.equal((await ask(plainToken.toUpperCase())).status, 200);
+    await service.services.tokens.delete(token.id);
+    for (const plain of [plainToken, plainToken.toUpperCase()]) {
+      const refused = await ask(plain);
+      assert.equal(refused.status, 401);
+      assert.equal(refused.body.message, "Invalid API token");
+    }
+  });
+
   test("every group checks its own scope", async () => {
     const paths: [string, string][] = [
       ["GET", "/api/mailbox-server/status"],

@@ -10,12 +10,13 @@ export const scopes = ["mailbox-server", "mta", "webmail", "identity", "retentio
 export type Scope = (typeof scopes)[number];
 export const isScope = (value: string): value is Scope => (scopes as readonly string[]).includes(value);
 
+/** Shared by the requests of a read batch: never changed once made. */
 export interface ApiToken {
-  id: number;
-  name: string;
-  scopes: Scope[];
-  createdAt: number;
-  lastUsedAt: number | null;
+  readonly id: number;
+  readonly name: string;
+  readonly scopes: readonly Scope[];
+  readonly createdAt: number;
+  readonly lastUsedAt: number | null;
 }
 
 export interface CreatedToken {
@@ -43,10 +44,21 @@ export function checkScopes(value: unknown): Scope[] {
   return result;
 }
 
+/** Plain tokens whose hash is kept (cleared when full): mail servers present a handful of tokens. */
+const keptHashes = 256;
+
 export class TokenService {
   readonly #db: Kysely<Database>;
   /** Asked on every API request: compiled once, and asked once per read batch (SQLite). */
   readonly #byHash;
+  /**
+   * SHA-256 of the well-formed plain tokens seen lately. Only the hashing is saved: the row is
+   * still read for every request (once per read batch on SQLite), so a deleted token stops working
+   * at once. A flood of made-up tokens only clears it.
+   */
+  readonly #hashes = new Map<string, string>();
+  /** The ApiToken made from a row: a read batch hands the same row to all its requests (SQLite). */
+  readonly #tokenOfRow = new WeakMap<object, ApiToken>();
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
@@ -97,13 +109,29 @@ export class TokenService {
    * Asked on every API request: synchronous when the read is (SQLite) and no use is to be recorded.
    */
   authenticate(plain: string): Eventually<ApiToken | null> {
-    if (!/^[0-9a-f]{64}$/i.test(plain)) return null;
-    return andThen(this.#byHash(hashToken(plain.toLowerCase())), ([row]) => {
+    let tokenHash = this.#hashes.get(plain);
+    if (tokenHash === undefined) {
+      if (!/^[0-9a-f]{64}$/i.test(plain)) return null;
+      tokenHash = hashToken(plain.toLowerCase());
+      if (this.#hashes.size >= keptHashes) this.#hashes.clear();
+      this.#hashes.set(plain, tokenHash);
+    }
+    return andThen(this.#byHash(tokenHash), ([row]) => {
       if (!row) return null;
       const now = nowSeconds();
-      if (row.last_used_at !== null && row.last_used_at > now - lastUsedWriteInterval) return toToken(row);
+      if (row.last_used_at !== null && row.last_used_at > now - lastUsedWriteInterval)
+        return this.#token(row);
       return this.#recordUse(row.id, now).then(() => toToken(row));
     });
+  }
+
+  #token(row: Parameters<typeof toToken>[0]): ApiToken {
+    let token = this.#tokenOfRow.get(row);
+    if (token === undefined) {
+      token = toToken(row);
+      this.#tokenOfRow.set(row, token);
+    }
+    return token;
   }
 
   async #recordUse(id: number, now: number): Promise<void> {
