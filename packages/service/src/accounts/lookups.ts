@@ -108,8 +108,9 @@ export class LookupService {
     );
   }
 
-  // The per-message lookups answer synchronously when the read does (see eventually.ts). They take
-  // an address already parsed at the edge (a 400 there), so it is not parsed twice per message.
+  // The per-message lookups answer synchronously when the read does (see eventually.ts). The
+  // address lookups take an address already parsed at the edge (a 400 there), so it is not parsed
+  // twice per message; isManagedDomain takes any string (MTA-STS asks with a host name's tail).
 
   /** Dovecot's userdb: an active user's MailCrypt state and quota (one query, with the setting). */
   userdb(address: Address): Eventually<UserdbEntry> {

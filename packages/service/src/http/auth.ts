@@ -34,8 +34,12 @@ export function requireScope(app: FastifyInstance, tokens: TokenService, scope: 
       }
     };
     const token = tokens.authenticate(plain);
-    if (isPromise(token)) token.then(admit, done);
-    else admit(token);
+    if (!isPromise(token)) return admit(token);
+    // Whatever fails on the way (the database, a send) goes to the error handler as an Error: a
+    // bare rejection must never let the request through.
+    token.then(admit).catch((error: unknown) => {
+      done(error instanceof Error ? error : new Error("token check failed"));
+    });
   });
 }
 

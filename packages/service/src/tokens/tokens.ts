@@ -153,11 +153,11 @@ function toToken(row: {
   created_at: number;
   last_used_at: number | null;
 }): ApiToken {
-  return {
+  return Object.freeze({
     id: row.id,
     name: row.name,
-    scopes: parseStringList(row.scopes).filter(isScope),
+    scopes: Object.freeze(parseStringList(row.scopes).filter(isScope)),
     createdAt: row.created_at,
     lastUsedAt: row.last_used_at,
-  };
+  });
 }
