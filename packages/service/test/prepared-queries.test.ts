@@ -59,14 +59,8 @@ test("each call binds its own values to the one compiled statement", async () =>
 
 test("a read during an open transaction does not see its uncommitted write", async () => {
   const read = settingValue();
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let inserted!: () => void;
-  const insertDone = new Promise<void>((resolve) => {
-    inserted = resolve;
-  });
+  const held = Promise.withResolvers<void>();
+  const insertDone = Promise.withResolvers<void>();
   const transaction = handle.db
     .transaction()
     .execute(async (trx) => {
@@ -74,17 +68,17 @@ test("a read during an open transaction does not see its uncommitted write", asy
         .insertInto("settings")
         .values({ name: "prepared_uncommitted", value: "x", updated_at: 0 })
         .execute();
-      inserted();
-      await held;
+      insertDone.resolve();
+      await held.promise;
       throw new Error("roll back");
     })
     .catch((error: Error) => error.message);
 
-  await insertDone;
+  await insertDone.promise;
   const during = read("prepared_uncommitted");
   // Let the read run (or queue) while the transaction is still open, then roll it back.
   await new Promise((resolve) => setTimeout(resolve, 50));
-  release();
+  held.resolve();
   assert.equal(await transaction, "roll back");
   assert.deepEqual(await during, []);
   assert.deepEqual(await read("prepared_uncommitted"), []);
@@ -102,23 +96,17 @@ test("on SQLite a compiled read answers at once; through Kysely's queue while a 
   assert.equal(outside instanceof Promise, !onSqlite);
   assert.deepEqual(await outside, [{ value: "now" }]);
 
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let started!: () => void;
-  const transactionStarted = new Promise<void>((resolve) => {
-    started = resolve;
-  });
+  const held = Promise.withResolvers<void>();
+  const transactionStarted = Promise.withResolvers<void>();
   const transaction = handle.db.transaction().execute(async (trx) => {
     await trx.selectFrom("settings").select("name").execute();
-    started();
-    await held;
+    transactionStarted.resolve();
+    await held.promise;
   });
-  await transactionStarted;
+  await transactionStarted.promise;
   const during = read("prepared_now");
   assert.ok(during instanceof Promise, "a read during a transaction waits for the connection");
-  release();
+  held.resolve();
   await transaction;
   assert.deepEqual(await during, [{ value: "now" }]);
 });
