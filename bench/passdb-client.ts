@@ -1,5 +1,6 @@
 import { Agent, request } from "node:http";
 import type { KeyedRequest } from "./dataset.ts";
+import { measureWindow } from "./window.ts";
 
 /** Closed-loop passdb load: what came back within the measured window. */
 export interface PassdbResult {
@@ -48,9 +49,8 @@ function post(agent: Agent, url: URL, token: string, item: KeyedRequest): Promis
 }
 
 /**
- * `concurrency` loops, each sending its next sign-in when the last one is answered, until `seconds`
- * have passed; requests still in flight then are awaited (so the service is idle afterwards) but
- * not counted. With `seconds` 0, each loop sends exactly one request (the burst of the memory run).
+ * Closed-loop passdb sign-ins, `concurrency` at once, for `seconds` (see measureWindow). With
+ * `seconds` 0, each loop sends exactly one request (the burst of the memory run).
  */
 export async function runPassdb(
   baseUrl: string,
@@ -61,53 +61,23 @@ export async function runPassdb(
 ): Promise<PassdbResult> {
   const url = new URL(baseUrl);
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
-  const latencies: number[] = [];
-  const statuses: Record<string, number> = {};
-  let errors = 0;
   let next = 0;
-  const started = performance.now();
-  const deadline = started + seconds * 1000;
-  const once = seconds === 0;
-  // A window in which nothing completed (a short smoke run on a slow host: a queued sign-in can
-  // take longer than the window) stays open until the first answer or error, for a minute at most,
-  // so every run measures at least one sign-in; the figure then covers that longer time.
-  const giveUp = deadline + 60_000;
-  const inWindow = () => {
-    const now = performance.now();
-    return now <= deadline || (latencies.length + errors === 0 && now < giveUp);
-  };
-  let lastCompletion = started;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      do {
-        const item = list[next++ % list.length]!;
-        const t = performance.now();
-        try {
-          const status = await post(agent, url, token, item);
-          if (once || inWindow()) {
-            lastCompletion = performance.now();
-            latencies.push(lastCompletion - t);
-            statuses[status] = (statuses[status] ?? 0) + 1;
-          }
-        } catch {
-          errors++;
-        }
-      } while (!once && inWindow());
-    }),
+  const window = await measureWindow(seconds, concurrency, () =>
+    post(agent, url, token, list[next++ % list.length]!),
   );
   agent.destroy();
-  const end = once ? performance.now() : Math.max(Math.min(performance.now(), deadline), lastCompletion);
-  const elapsed = (end - started) / 1000;
-  latencies.sort((a, b) => a - b);
+  const statuses: Record<string, number> = {};
+  for (const { value } of window.answers) statuses[value] = (statuses[value] ?? 0) + 1;
+  const latencies = window.answers.map((answer) => answer.ms).sort((x, y) => x - y);
   return {
     concurrency,
-    seconds: elapsed,
+    seconds: window.seconds,
     completed: latencies.length,
-    rps: latencies.length / elapsed,
+    rps: latencies.length / window.seconds,
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
     maxMs: latencies.at(-1) ?? 0,
     statuses,
-    errors,
+    errors: window.errors,
   };
 }
