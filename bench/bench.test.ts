@@ -80,6 +80,16 @@ test("npm run bench --smoke: every phase runs and writes its results", { timeout
     assert.match(run.stdout, /\| baseline \(sqlite\) \| domain \| 64 \|/);
     assert.match(run.stdout, /passdb \/ raw Argon2 rate: \d/);
     assert.match(run.stdout, /peak RSS MiB with \d+ concurrent passdb/);
+    // Each p99 target carries the bare server's p99 of its paired run, in the file and the table.
+    for (const endpoint of lookupEndpoints) {
+      const target = results.targets.find((t: any) => t.name === `sqlite ${endpoint} p99 ms (c=64)`);
+      const bare = results.baseline.sqlite.find((r: any) => r.endpoint === endpoint && r.connections === 64);
+      assert.equal(target?.baselineValue, bare.p99Ms, endpoint);
+    }
+    assert.match(
+      run.stdout,
+      /sqlite mailbox p99 ms \(c=64\): [\d.]+ \(< 5\); bare node:http in the paired run: \d/,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

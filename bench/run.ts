@@ -438,7 +438,8 @@ const results = {
     peakRssMiB: number;
     rssMiB: number;
   },
-  targets: [] as { name: string; target: string; value: number; met: boolean }[],
+  /** baselineValue: the same figure for the bare node:http server in the paired run. */
+  targets: [] as { name: string; target: string; value: number; met: boolean; baselineValue?: number }[],
   totalSeconds: 0,
 };
 
@@ -544,11 +545,16 @@ for (const row of at64(results.lookups.sqlite)) {
     value: row.ratio ?? 0,
     met: (row.ratio ?? 0) >= 0.5,
   });
+  // The bare server's p99 of the paired run tells a slow host from a slow service.
+  const bare = results.baseline.sqlite?.find(
+    (b) => b.endpoint === row.endpoint && b.connections === row.connections,
+  );
   results.targets.push({
     name: `sqlite ${row.endpoint} p99 ms (c=64)`,
     target: "< 5",
     value: row.p99Ms,
     met: row.p99Ms < 5,
+    ...(bare ? { baselineValue: bare.p99Ms } : {}),
   });
 }
 if (results.passdb)
@@ -624,6 +630,8 @@ if (results.memory)
   );
 lines.push("");
 for (const t of results.targets)
-  lines.push(`${t.met ? "met   " : "MISSED"} ${t.name}: ${fmt(t.value, 2)} (${t.target})`);
+  lines.push(
+    `${t.met ? "met   " : "MISSED"} ${t.name}: ${fmt(t.value, 2)} (${t.target})${t.baselineValue === undefined ? "" : `; bare node:http in the paired run: ${fmt(t.baselineValue, 2)}`}`,
+  );
 lines.push(`results: ${out} (${fmt(results.totalSeconds)} s)`);
 process.stdout.write(`${lines.join("\n")}\n`);
