@@ -18,6 +18,11 @@ export interface UserdbEntry {
   quota: string;
 }
 
+export interface SmtpQuota {
+  per_hour: number;
+  per_day: number;
+}
+
 export interface IdentityUser {
   id: string;
   email: string;
@@ -112,10 +117,13 @@ export class LookupService {
   // address lookups take an address already parsed at the edge (a 400 there), so it is not parsed
   // twice per message; isManagedDomain takes any string (MTA-STS asks with a host name's tail).
 
+  // userdb and smtpQuota answer "no such user" with null, not a thrown ServiceError: a third of
+  // the keys mail servers ask about are unknown or deleted, and the throw cost more than the read.
+
   /** Dovecot's userdb: an active user's MailCrypt state and quota (one query, with the setting). */
-  userdb(address: Address): Eventually<UserdbEntry> {
+  userdb(address: Address): Eventually<UserdbEntry | null> {
     return andThen(this.#userdbRow(address.email), ([row]) => {
-      if (!row) throw notFound("user not found");
+      if (!row) return null;
       const level = decodeSetting("mail_crypt", row.mail_crypt_level);
       return {
         user: row.email,
@@ -159,10 +167,10 @@ export class LookupService {
     });
   }
 
-  smtpQuota(address: Address): Eventually<{ per_hour: number; per_day: number }> {
+  smtpQuota(address: Address): Eventually<SmtpQuota | null> {
     return andThen(this.#smtpQuotaLimits(address.email), (rows) => {
       const limits = rows.find((row) => Number(row.from_alias) === 0) ?? rows[0];
-      if (!limits) throw notFound("user not found");
+      if (!limits) return null;
       return {
         per_hour:
           limits.smtp_quota_per_hour ?? decodeSetting("smtp_quota_limit_per_hour", limits.default_per_hour),

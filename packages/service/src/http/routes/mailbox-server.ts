@@ -4,6 +4,7 @@ import { pingDatabase } from "../../db/database.ts";
 import { andThen } from "../../eventually.ts";
 import type { Services } from "../../services.ts";
 import { requireScope } from "../auth.ts";
+import { notFoundAnswer } from "../errors.ts";
 import { requireAddress } from "../params.ts";
 
 const EmailParams = Type.Object({ email: Type.String() });
@@ -21,12 +22,11 @@ export async function mailboxServerRoutes(app: FastifyInstance, services: Servic
   );
 
   // Not async: sent in the same turn when the database answers at once (see eventually.ts).
-  app.get("/api/mailbox-server/:email", { schema: { params: EmailParams } }, (request) => {
+  app.get("/api/mailbox-server/:email", { schema: { params: EmailParams } }, (request, reply) => {
     const { email } = request.params as { email: string };
-    return andThen(services.lookups.userdb(requireAddress(email)), (body) => ({
-      message: "success",
-      body,
-    }));
+    return andThen(services.lookups.userdb(requireAddress(email)), (body) =>
+      body ? { message: "success", body } : notFoundAnswer(reply, "user not found"),
+    );
   });
 
   app.post(

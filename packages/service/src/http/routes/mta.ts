@@ -1,7 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
+import { andThen } from "../../eventually.ts";
 import type { Services } from "../../services.ts";
 import { requireScope } from "../auth.ts";
+import { notFoundAnswer } from "../errors.ts";
 import { requireAddress, requireDomain } from "../params.ts";
 
 const EmailParams = Type.Object({ email: Type.String() });
@@ -37,9 +39,12 @@ export async function mtaRoutes(app: FastifyInstance, services: Services) {
     return lookups.senders(requireAddress(email));
   });
 
-  app.get("/api/mta/smtp_quota/:email", { schema: { params: EmailParams } }, (request) => {
+  app.get("/api/mta/smtp_quota/:email", { schema: { params: EmailParams } }, (request, reply) => {
     const { email } = request.params as { email: string };
-    return lookups.smtpQuota(requireAddress(email));
+    return andThen(
+      lookups.smtpQuota(requireAddress(email)),
+      (limits) => limits ?? notFoundAnswer(reply, "user not found"),
+    );
   });
 
   app.post("/api/mta/auth", { schema: { body: AuthBody } }, async (request, reply) => {
