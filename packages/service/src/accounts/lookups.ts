@@ -116,7 +116,6 @@ export class LookupService {
   // The per-message lookups answer synchronously when the read does (see eventually.ts). The
   // address lookups take an address already parsed at the edge (a 400 there), so it is not parsed
   // twice per message; isManagedDomain takes any string (MTA-STS asks with a host name's tail).
-
   // userdb and smtpQuota answer "no such user" with null, not a thrown ServiceError: a third of
   // the keys mail servers ask about are unknown or deleted, and the throw cost more than the read.
 

@@ -121,7 +121,7 @@ export class TokenService {
       const now = nowSeconds();
       if (row.last_used_at !== null && row.last_used_at > now - lastUsedWriteInterval)
         return this.#token(row);
-      return this.#recordUse(row.id, now).then(() => toToken(row));
+      return this.#recordUse(row.id, now).then(() => this.#token(row));
     });
   }
 
