@@ -1,7 +1,9 @@
 import { AliasService } from "./accounts/aliases.ts";
 import { DomainService } from "./accounts/domains.ts";
+import { IdentityService } from "./accounts/identity.ts";
 import { LifecycleService } from "./accounts/lifecycle.ts";
 import { LookupService } from "./accounts/lookups.ts";
+import { RetentionService } from "./accounts/retention.ts";
 import { SettingsService } from "./accounts/settings.ts";
 import { SignInService } from "./accounts/sign-in.ts";
 import { UserService } from "./accounts/users.ts";
@@ -26,6 +28,8 @@ export interface Services {
   lifecycle: LifecycleService;
   signIn: SignInService;
   lookups: LookupService;
+  identity: IdentityService;
+  retention: RetentionService;
   tokens: TokenService;
   wkd: WkdService;
   openPgpKeys: OpenPgpKeyService;
@@ -57,7 +61,9 @@ export function createServices(
     aliases: new AliasService(db, users),
     lifecycle: new LifecycleService(db, pool, settings, users, events),
     signIn: new SignInService(db, pool, settings, users, (result) => metrics.signIns.inc({ result })),
-    lookups: new LookupService(db, settings, users),
+    lookups: new LookupService(db, settings),
+    identity: new IdentityService(db, users),
+    retention: new RetentionService(db, users),
     tokens: new TokenService(db),
     wkd: new WkdService(db),
     openPgpKeys: new OpenPgpKeyService(db),

@@ -116,6 +116,18 @@ export class AliasService {
     });
   }
 
+  /** Sources of the active aliases a user owns, in every domain (the webmail's list). */
+  async ownedBy(user: { id: number }): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom("aliases")
+      .select("source")
+      .where("user_id", "=", user.id)
+      .where("deleted", "=", 0)
+      .orderBy("id")
+      .execute();
+    return rows.map((row) => row.source);
+  }
+
   async get(rawSource: string): Promise<AliasView> {
     const address = parseAddress(String(rawSource));
     const [view] = address

@@ -2,14 +2,11 @@ import { type Kysely, sql } from "kysely";
 import { preparedByKey } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { flag, toFlag } from "../db/schema.ts";
-import { badRequest, notFound } from "../errors.ts";
 import { andThen, type Eventually } from "../eventually.ts";
-import { type Address, parseAddress, parseDomain } from "./addresses.ts";
-import { inactiveSince } from "./inactivity.ts";
+import { type Address, parseDomain } from "./addresses.ts";
 import { reportsMailCrypt } from "./mail-crypt.ts";
-import { containsText } from "./paging.ts";
 import { decodeSetting, type SettingsService, storedSetting } from "./settings.ts";
-import { nowSeconds, parseStringList, type User, type UserService } from "./users.ts";
+import { parseStringList } from "./users.ts";
 
 export interface UserdbEntry {
   user: string;
@@ -23,22 +20,14 @@ export interface SmtpQuota {
   per_day: number;
 }
 
-export interface IdentityUser {
-  id: string;
-  email: string;
-}
-
 const activeFlag = toFlag(false);
-const retentionListDays = 730;
 
 /**
  * Read-only questions mail software asks for every message and login. Each is one indexed query
  * (two for senders and smtp_quota), answered from the database so every instance sees every write.
  */
 export class LookupService {
-  readonly #db: Kysely<Database>;
   readonly #settings: SettingsService;
-  readonly #users: UserService;
   // The per-message lookups, compiled once (see preparedQuery).
   readonly #domainId;
   readonly #activeUserId;
@@ -47,10 +36,8 @@ export class LookupService {
   readonly #aliasDestinations;
   readonly #senderSources;
 
-  constructor(db: Kysely<Database>, settings: SettingsService, users: UserService) {
-    this.#db = db;
+  constructor(db: Kysely<Database>, settings: SettingsService) {
     this.#settings = settings;
-    this.#users = users;
     this.#domainId = preparedByKey(db, (name: string) =>
       db.selectFrom("domains").select("id").where("name", "=", name),
     );
@@ -179,101 +166,9 @@ export class LookupService {
     });
   }
 
-  /** Sources of the active aliases a user owns, in every domain. */
-  async ownedAliases(user: User): Promise<string[]> {
-    const rows = await this.#db
-      .selectFrom("aliases")
-      .select("source")
-      .where("user_id", "=", user.id)
-      .where("deleted", "=", activeFlag)
-      .orderBy("id")
-      .execute();
-    return rows.map((row) => row.source);
-  }
-
   #activeAliasDestinations(source: string): Eventually<string[] | null> {
     return andThen(this.#aliasDestinations(source), ([row]) =>
       row ? parseStringList(row.destinations) : null,
     );
   }
-
-  // Identity provider: every answer is scoped to one managed domain and leaves deleted users out.
-
-  async identityDomainId(rawDomain: string): Promise<number> {
-    const name = parseDomain(rawDomain);
-    const row = name
-      ? await this.#db.selectFrom("domains").select("id").where("name", "=", name).executeTakeFirst()
-      : undefined;
-    if (!row) throw notFound("domain not found");
-    return row.id;
-  }
-
-  async identitySearch(
-    domainId: number,
-    search: string,
-    max: number,
-    first: number,
-  ): Promise<IdentityUser[]> {
-    let query = this.#db
-      .selectFrom("users")
-      .select("email")
-      .where("domain_id", "=", domainId)
-      .where("deleted", "=", activeFlag);
-    if (search !== "") query = query.where(containsText("email", search));
-    const rows = await query.orderBy("email").limit(max).offset(first).execute();
-    return rows.map((row) => identityUser(row.email));
-  }
-
-  async identityCount(domainId: number): Promise<number> {
-    const row = await this.#db
-      .selectFrom("users")
-      .select((eb) => eb.fn.countAll<number>().as("count"))
-      .where("domain_id", "=", domainId)
-      .where("deleted", "=", activeFlag)
-      .executeTakeFirstOrThrow();
-    return Number(row.count);
-  }
-
-  /** A user of the domain; a bare local part is completed with the domain. */
-  async identityUser(domainId: number, domainName: string, rawEmail: string): Promise<User> {
-    const full = rawEmail.includes("@") ? rawEmail : `${rawEmail}@${domainName}`;
-    const address = parseAddress(full);
-    const user = address ? await this.#users.findByEmail(address.email) : null;
-    if (!user || user.deleted || user.domainId !== domainId) throw notFound("user not found");
-    return user;
-  }
-
-  // Retention.
-
-  /** Active users with no sign-in for two years (never signed in: counted from creation). */
-  async inactiveUsers(now = nowSeconds()): Promise<string[]> {
-    const cutoff = now - retentionListDays * 86400;
-    const rows = await this.#db
-      .selectFrom("users")
-      .select("email")
-      .where("deleted", "=", activeFlag)
-      .where(inactiveSince(cutoff))
-      .orderBy("id")
-      .execute();
-    return rows.map((row) => row.email);
-  }
-
-  /** Stores a reported activity time exactly, if it is newer than what is stored. */
-  async touch(rawEmail: string, timestamp: number | null): Promise<void> {
-    const now = nowSeconds();
-    if (timestamp !== null && timestamp > now) throw badRequest("timestamp in future");
-    const user = await this.#users.getActive(rawEmail);
-    const time = timestamp === null || timestamp === 0 ? now : timestamp;
-    await this.#db
-      .updateTable("users")
-      .set({ last_login_time: time })
-      .where("id", "=", user.id)
-      .where((eb) => eb.or([eb("last_login_time", "is", null), eb("last_login_time", "<", time)]))
-      .execute();
-  }
 }
-
-export const identityUser = (email: string): IdentityUser => ({
-  id: email.slice(0, email.lastIndexOf("@")),
-  email,
-});

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
-import { identityUser } from "../../accounts/lookups.ts";
+import { identityUser } from "../../accounts/identity.ts";
 import type { Services } from "../../services.ts";
 import { requireScope } from "../auth.ts";
 import { queryInteger, requireDomain } from "../params.ts";
@@ -13,27 +13,27 @@ const ValidateBody = Type.Object({
 /** The identity provider's user storage (spec 4.4); every answer is scoped to one managed domain. */
 export async function identityRoutes(app: FastifyInstance, services: Services) {
   requireScope(app, services.tokens, "identity");
-  const { lookups } = services;
+  const { identity } = services;
 
   app.get("/api/identity/:domain", async (request) => {
     const { domain } = request.params as { domain: string };
     const query = request.query as Record<string, unknown>;
-    const domainId = await lookups.identityDomainId(requireDomain(domain));
+    const domainId = await identity.domainId(requireDomain(domain));
     const search = typeof query.search === "string" ? query.search.trim().slice(0, 254) : "";
     const max = queryInteger(query.max, "max", 10, 500);
     const first = queryInteger(query.first, "first", 0, Number.MAX_SAFE_INTEGER);
-    return lookups.identitySearch(domainId, search, max, first);
+    return identity.search(domainId, search, max, first);
   });
 
   app.get("/api/identity/:domain/count", async (request) => {
     const { domain } = request.params as { domain: string };
-    return lookups.identityCount(await lookups.identityDomainId(requireDomain(domain)));
+    return identity.count(await identity.domainId(requireDomain(domain)));
   });
 
   app.get("/api/identity/:domain/user/:email", async (request) => {
     const { domain, email } = request.params as { domain: string; email: string };
     const name = requireDomain(domain);
-    const user = await lookups.identityUser(await lookups.identityDomainId(name), name, email);
+    const user = await identity.user(await identity.domainId(name), name, email);
     return identityUser(user.email);
   });
 
@@ -47,14 +47,12 @@ export async function identityRoutes(app: FastifyInstance, services: Services) {
         password: string;
       };
       const name = requireDomain(domain);
-      const domainId = await lookups.identityDomainId(name);
+      const domainId = await identity.domainId(name);
       const failed = () => reply.code(403).send({ message: "authentication failed" });
       if (credentialType !== "password" && credentialType !== "otp") {
         return reply.code(400).send({ message: "not supported" });
       }
-      const user = email.includes("@")
-        ? await lookups.identityUser(domainId, name, email).catch(() => null)
-        : null;
+      const user = email.includes("@") ? await identity.user(domainId, name, email).catch(() => null) : null;
       if (credentialType === "password") {
         if (!user) {
           await services.signIn.signIn("", password);
@@ -85,7 +83,7 @@ export async function identityRoutes(app: FastifyInstance, services: Services) {
       email: string;
     };
     const name = requireDomain(domain);
-    const user = await lookups.identityUser(await lookups.identityDomainId(name), name, email);
+    const user = await identity.user(await identity.domainId(name), name, email);
     if (user.passwordChangeRequired) return reply.code(403).send({ message: "password change required" });
     if (credentialType === "password") return { message: "success" };
     if (credentialType === "otp") {

@@ -10,11 +10,11 @@ export async function retentionRoutes(app: FastifyInstance, services: Services) 
 
   app.put("/api/retention/:email/touch", async (request) => {
     const { email } = request.params as { email: string };
-    await services.lookups.touch(requireAddress(email).email, touchTimestamp(request.body));
+    await services.retention.touch(requireAddress(email).email, touchTimestamp(request.body));
     return [];
   });
 
-  app.get("/api/retention/users", async () => services.lookups.inactiveUsers());
+  app.get("/api/retention/users", async () => services.retention.inactiveUsers());
 }
 
 /** The optional `timestamp`: a whole number of Unix seconds (form bodies carry it as a string). */

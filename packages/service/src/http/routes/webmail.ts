@@ -24,7 +24,7 @@ export async function webmailRoutes(app: FastifyInstance, services: Services) {
       case "password_change_required":
         return reply.code(403).send({ message: "user password change required" });
       case "ok":
-        return services.lookups.ownedAliases(result.user);
+        return services.aliases.ownedBy(result.user);
     }
   });
 }

@@ -1,0 +1,47 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+import { toFlag } from "../db/schema.ts";
+import { badRequest } from "../errors.ts";
+import { inactiveSince } from "./inactivity.ts";
+import { nowSeconds, type UserService } from "./users.ts";
+
+const activeFlag = toFlag(false);
+const retentionListDays = 730;
+
+/** What the mailbox janitor asks and reports: the inactive users, and activity seen on the mail server. */
+export class RetentionService {
+  readonly #db: Kysely<Database>;
+  readonly #users: UserService;
+
+  constructor(db: Kysely<Database>, users: UserService) {
+    this.#db = db;
+    this.#users = users;
+  }
+
+  /** Active users with no sign-in for two years (never signed in: counted from creation). */
+  async inactiveUsers(now = nowSeconds()): Promise<string[]> {
+    const cutoff = now - retentionListDays * 86400;
+    const rows = await this.#db
+      .selectFrom("users")
+      .select("email")
+      .where("deleted", "=", activeFlag)
+      .where(inactiveSince(cutoff))
+      .orderBy("id")
+      .execute();
+    return rows.map((row) => row.email);
+  }
+
+  /** Stores a reported activity time exactly, if it is newer than what is stored. */
+  async touch(rawEmail: string, timestamp: number | null): Promise<void> {
+    const now = nowSeconds();
+    if (timestamp !== null && timestamp > now) throw badRequest("timestamp in future");
+    const user = await this.#users.getActive(rawEmail);
+    const time = timestamp === null || timestamp === 0 ? now : timestamp;
+    await this.#db
+      .updateTable("users")
+      .set({ last_login_time: time })
+      .where("id", "=", user.id)
+      .where((eb) => eb.or([eb("last_login_time", "is", null), eb("last_login_time", "<", time)]))
+      .execute();
+  }
+}
