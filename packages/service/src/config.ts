@@ -43,6 +43,38 @@ export const configVariables = [
 ] as const;
 
 /**
+ * What `--help` says about each variable: the value that gives the default (empty where the default
+ * is no value at all) and its meaning. Typed by `configVariables`, so a variable cannot be added
+ * there without being described here; a test checks these defaults against `loadConfig({})`.
+ */
+export const configVariableHelp: Record<
+  (typeof configVariables)[number],
+  { default: string; meaning: string }
+> = {
+  LISTEN_ADDR: { default: "127.0.0.1:8000", meaning: "HTTP address, host:port or [v6]:port (:port = all)" },
+  DATABASE_URL: {
+    default: defaultDatabaseUrl,
+    meaning: "sqlite:<path>, postgres://user:pass@host/db or mysql://user:pass@host/db",
+  },
+  DATABASE_POOL_SIZE: { default: "10", meaning: "connections to PostgreSQL or MariaDB" },
+  DATABASE_PREPARED_STATEMENTS: {
+    default: "true",
+    meaning: "PostgreSQL: hot reads as named prepared statements (false behind poolers)",
+  },
+  LOG_LEVEL: { default: "info", meaning: logLevels.join(", ") },
+  METRICS_TOKEN: { default: "", meaning: "bearer token required on /metrics (unset: /metrics is open)" },
+  CRYPTO_POOL_SIZE: {
+    default: String(availableParallelism()),
+    meaning: "threads hashing passwords and sealing keys (default: the number of CPUs)",
+  },
+  JOBS_ENABLED: { default: "true", meaning: "run the daily jobs on this instance" },
+  WEBHOOK_RETRY_DELAYS: {
+    default: "10,60,360",
+    meaning: "seconds between webhook attempts after failures, or none",
+  },
+};
+
+/**
  * Reads the environment. A variable that is unset, empty or only blanks counts as unset and gets its
  * default, for every variable alike (so `VAR=` in an env file never means something of its own).
  */

@@ -1,4 +1,5 @@
 import { createBackground } from "./background.ts";
+import { handleCommandLine } from "./command-line.ts";
 import { ConfigError, loadConfig, redactUrl } from "./config.ts";
 import { CryptoPool, ensureThreadPoolSize } from "./credentials/crypto-pool.ts";
 import { openDatabase } from "./db/database.ts";
@@ -6,9 +7,11 @@ import { migrateToLatest } from "./db/migrate.ts";
 import { buildApp } from "./http/app.ts";
 import { createLogger } from "./logger.ts";
 import { createServices } from "./services.ts";
+import { serviceVersion } from "./version.ts";
 
 /** config -> database -> services -> HTTP app -> listen; graceful shutdown on SIGTERM/SIGINT. */
 async function main() {
+  if (handleCommandLine(process.argv.slice(2))) return;
   const config = loadConfig();
   ensureThreadPoolSize(config.cryptoPoolSize);
   const logger = createLogger(config.logLevel);
@@ -45,7 +48,15 @@ async function main() {
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
 
-  logger.info({ address, database: redactUrl(config.databaseUrl), dialect: database.dialect }, "listening");
+  logger.info(
+    {
+      address,
+      version: serviceVersion,
+      database: redactUrl(config.databaseUrl),
+      dialect: database.dialect,
+    },
+    "listening",
+  );
   // A stop during this read closes the database under it: that is no failed start.
   const tokens = await services.tokens.list().catch((error: unknown) => {
     if (stopping) return null;

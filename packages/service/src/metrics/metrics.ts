@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Database } from "../db/schema.ts";
+import { nodeVersion, serviceVersion } from "../version.ts";
 
 const day = 86400;
 
@@ -124,6 +125,13 @@ export class Metrics {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
+    // The usual build-info shape: constant 1, the facts in labels (joins onto any other series).
+    new Gauge({
+      name: "mail_account_service_build_info",
+      help: "Version of the service and of the Node.js running it",
+      labelNames: ["version", "node"],
+      registers,
+    }).set({ version: serviceVersion, node: nodeVersion }, 1);
     this.#gauges = accountGauges.map(([name, help]) => [name, new Gauge({ name, help, registers })] as const);
     this.#db = db;
   }
