@@ -1,5 +1,4 @@
 import type { Kysely } from "kysely";
-import { preparedByKey, preparedQuery } from "../db/prepared.ts";
 import type { Database } from "../db/schema.ts";
 import { invalid } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
@@ -172,20 +171,13 @@ export const storedSetting = (db: Kysely<Database>, name: SettingName) =>
  */
 export class SettingsService {
   readonly #db: Kysely<Database>;
-  // Read on every userdb and smtp_quota lookup: compiled once.
-  readonly #allRows;
-  readonly #valueOf;
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
-    this.#allRows = preparedQuery(db, 0, () => db.selectFrom("settings").select(["name", "value"]));
-    this.#valueOf = preparedByKey(db, (name: string) =>
-      db.selectFrom("settings").select("value").where("name", "=", name),
-    );
   }
 
   async all(): Promise<Settings> {
-    const rows = await this.#allRows();
+    const rows = await this.#db.selectFrom("settings").select(["name", "value"]).execute();
     const stored = new Map(rows.map((row) => [row.name, row.value]));
     const result: Record<string, unknown> = {};
     for (const name of Object.keys(settingDefinitions) as SettingName[]) {
@@ -195,7 +187,11 @@ export class SettingsService {
   }
 
   async get<K extends SettingName>(name: K): Promise<Settings[K]> {
-    const [row] = await this.#valueOf(name);
+    const row = await this.#db
+      .selectFrom("settings")
+      .select("value")
+      .where("name", "=", name)
+      .executeTakeFirst();
     return decode(name, row?.value) as Settings[K];
   }
 

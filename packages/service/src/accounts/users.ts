@@ -3,7 +3,6 @@ import { generateBackupCodes, hashBackupCode } from "../credentials/backup-codes
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
 import { hashPassword } from "../credentials/passwords.ts";
 import { generateTotpSecret } from "../credentials/totp.ts";
-import { preparedByKey } from "../db/prepared.ts";
 import { type Database, flag, toFlag, type UserTable } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
@@ -197,25 +196,17 @@ export class UserService {
   readonly #pool: CryptoPool;
   readonly #settings: SettingsService;
   readonly #events: AccountEvents;
-  /** The user row by address, compiled once: every lookup and sign-in starts here. */
-  readonly #userByEmail;
 
   constructor(db: Kysely<Database>, pool: CryptoPool, settings: SettingsService, events: AccountEvents) {
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
     this.#events = events;
-    this.#userByEmail = preparedByKey(db, (email: string) =>
-      db.selectFrom("users").selectAll().where("email", "=", email),
-    );
   }
 
   /** Any user with this address, deleted ones included. */
   async findByEmail(email: string, db: Kysely<Database> = this.#db): Promise<User | null> {
-    const row =
-      db === this.#db
-        ? (await this.#userByEmail(email))[0]
-        : await db.selectFrom("users").selectAll().where("email", "=", email).executeTakeFirst();
+    const row = await db.selectFrom("users").selectAll().where("email", "=", email).executeTakeFirst();
     return row ? toUser(row) : null;
   }
 
