@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { inactiveSince } from "../accounts/inactivity.ts";
 import type { InactiveDeletion, LifecycleService } from "../accounts/lifecycle.ts";
+import { isExemptFromInactivityDeletion, parseStoredRoles } from "../accounts/roles.ts";
 import type { SettingsService } from "../accounts/settings.ts";
 import { nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
@@ -25,22 +26,29 @@ export interface JobDependencies {
  * deleted by `LifecycleService.deleteIfInactive`, which checks exemption and inactivity again in the
  * transaction that deletes: a user who signs in after the selection is skipped, not deleted.
  */
-export async function removeInactiveUsers({
-  db,
-  logger,
-  settings,
-  lifecycle,
-  clock,
-}: JobDependencies): Promise<string> {
+export async function removeInactiveUsers(
+  { db, logger, settings, lifecycle, clock }: JobDependencies,
+  /** dryRun: only report each candidate (`remove` or `exempt`) and write nothing. */
+  options: { dryRun?: boolean; report?: (email: string, verdict: "remove" | "exempt") => void } = {},
+): Promise<string> {
   const now = clock ? Math.floor(clock() / 1000) : nowSeconds();
   const cutoff = now - (await settings.get("inactive_user_days")) * day;
   const candidates = await db
     .selectFrom("users")
-    .select("email")
+    .select(["email", "roles"])
     .where("deleted", "=", 0)
     .where(inactiveSince(cutoff))
     .orderBy("id")
     .execute();
+  if (options.dryRun) {
+    let removed = 0;
+    for (const candidate of candidates) {
+      const exempt = isExemptFromInactivityDeletion(parseStoredRoles(candidate.roles));
+      if (!exempt) removed++;
+      options.report?.(candidate.email, exempt ? "exempt" : "remove");
+    }
+    return `would delete ${removed}, keep ${candidates.length - removed} exempt (dry run, nothing written)`;
+  }
   const counts: Record<InactiveDeletion, number> = { deleted: 0, exempt: 0, skipped: 0 };
   for (const candidate of candidates) {
     try {
