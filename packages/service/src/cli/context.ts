@@ -1,7 +1,9 @@
+import { Option } from "commander";
 import { loadConfig } from "../config.ts";
 import { CryptoPool } from "../credentials/crypto-pool.ts";
 import { openDatabase } from "../db/database.ts";
 import { migrateToLatest } from "../db/migrate.ts";
+import { invalid } from "../errors.ts";
 import { createServices, type Services } from "../services.ts";
 
 /** Opens the configured database (schema brought up to date) for one console command. */
@@ -16,15 +18,139 @@ export async function withServices<T>(run: (services: Services) => Promise<T>): 
   }
 }
 
-/** Reads a secret from standard input when it was not given as an option (keeps it out of `ps`). */
-export async function readSecretFromStdin(what: string, lines = 1): Promise<string> {
-  if (process.stdin.isTTY) process.stderr.write(`${what}: `);
+export const out = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/**
+ * An old spelling of an option, still accepted but no longer shown in the help: the commands name
+ * a user `-u, --user`, an alias `-a, --alias` and a domain `-d, --domain` throughout.
+ */
+export const formerSpelling = (flags: string, instead: string): Option =>
+  new Option(flags, `former spelling of ${instead}`).hideHelp();
+
+/** The value of a required option that also has a former spelling. */
+export function requiredValue(name: string, ...values: (string | undefined)[]): string {
+  const value = values.find((v) => v !== undefined);
+  if (value === undefined) throw invalid(`required option '${name}' not specified`);
+  return value;
+}
+
+/** Reads secrets piped to standard input, one per line (keeps them out of `ps`). */
+export async function readSecretsFromStdin(lines: number): Promise<string[]> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) {
     chunks.push(chunk as Buffer);
     if (Buffer.concat(chunks).toString("utf8").split("\n").length > lines) break;
   }
-  return Buffer.concat(chunks).toString("utf8").split(/\r?\n/).slice(0, lines).join("\n");
+  return Buffer.concat(chunks).toString("utf8").split(/\r?\n/).slice(0, lines);
 }
 
-export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+/**
+ * Asks for a secret on the terminal without echoing it. Raw mode, so the terminal shows nothing
+ * at all; backspace edits, Ctrl-C and Ctrl-D on an empty line abort.
+ */
+export function promptHidden(question: string): Promise<string> {
+  const input = process.stdin;
+  return new Promise((resolve, reject) => {
+    process.stderr.write(question);
+    input.setRawMode(true);
+    input.setEncoding("utf8");
+    let value = "";
+    const finish = (error?: Error) => {
+      input.off("data", onData);
+      input.setRawMode(false);
+      input.pause();
+      process.stderr.write("\n");
+      if (error) reject(error);
+      else resolve(value);
+    };
+    const onData = (chunk: string) => {
+      const chars = [...chunk];
+      for (const [index, char] of chars.entries()) {
+        if (char === "\r" || char === "\n") {
+          // Typed ahead (the next answer): left for the next prompt.
+          const rest = chars.slice(index + 1).join("");
+          if (rest !== "") input.unshift(rest);
+          return finish();
+        }
+        if (char === "\u0003") return finish(invalid("interrupted"));
+        if (char === "\u0004" && value === "") return finish(invalid("no input"));
+        if (char === "\u007f" || char === "\b") value = [...value].slice(0, -1).join("");
+        else if (char >= " ") value += char;
+      }
+    };
+    input.on("data", onData);
+    input.resume();
+  });
+}
+
+/** A new password typed twice must be typed the same: a typo would lock the user out. */
+export function confirmedPassword(first: string, second: string): string {
+  if (first !== second) throw invalid("the two passwords do not match; nothing was changed");
+  return first;
+}
+
+/**
+ * A new password: on a terminal asked twice without echo; piped, the first line of standard input
+ * (as scripts have always given it).
+ */
+export async function readNewPassword(what = "Password"): Promise<string> {
+  if (!process.stdin.isTTY) return (await readSecretsFromStdin(1))[0] ?? "";
+  const first = await promptHidden(`${what}: `);
+  const second = await promptHidden(`${what} (again): `);
+  return confirmedPassword(first, second);
+}
+
+/** The current password: on a terminal asked once without echo, else the next piped line. */
+export async function readCurrentPassword(what = "Current password"): Promise<string> {
+  if (!process.stdin.isTTY) return (await readSecretsFromStdin(1))[0] ?? "";
+  return promptHidden(`${what}: `);
+}
+
+/** Every item of a paged service list (the services cap one page at 500). */
+export async function listAll<T>(
+  fetchPage: (page: {
+    search: string;
+    limit: number;
+    offset: number;
+  }) => Promise<{ items: T[]; total: number }>,
+  search = "",
+): Promise<T[]> {
+  const items: T[] = [];
+  for (;;) {
+    const page = await fetchPage({ search: search.trim().slice(0, 254), limit: 500, offset: items.length });
+    items.push(...page.items);
+    if (page.items.length === 0 || items.length >= page.total) return items;
+  }
+}
+
+/** Prints rows as aligned columns (or says there are none). */
+export function printTable(headers: string[], rows: string[][], none: string): void {
+  if (rows.length === 0) {
+    out(none);
+    return;
+  }
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
+  out(line(headers));
+  for (const row of rows) out(line(row));
+}
+
+/** Options every list command has: `--search <text>` and `--json`. */
+export interface ListOptions {
+  search?: string;
+  json?: boolean;
+}
+
+export const printJson = (value: unknown): void => out(JSON.stringify(value, null, 2));
+
+/** Unix seconds as a UTC date and time, for tables. */
+export const dateTime = (seconds: number | null): string =>
+  seconds === null ? "never" : new Date(seconds * 1000).toISOString().slice(0, 16).replace("T", " ");

@@ -1,13 +1,25 @@
 import { Command, CommanderError } from "commander";
-import { ConfigError } from "../config.ts";
-import { ServiceError } from "../errors.ts";
-import { accountCommands } from "./accounts.ts";
+import { nodeVersion, serviceVersion } from "../version.ts";
+import { aliasCommands } from "./aliases.ts";
 import { withServices } from "./context.ts";
-import { lifecycleCommands } from "./lifecycle.ts";
+import { domainCommands } from "./domains.ts";
+import { jobCommands } from "./jobs.ts";
+import { metricsCommands } from "./metrics.ts";
+import { openPgpCommands } from "./openpgp.ts";
+import { settingCommands } from "./settings.ts";
 import { tokenCommands } from "./tokens.ts";
+import { userCommands } from "./users.ts";
+import { webhookCommands } from "./webhooks.ts";
 
+/**
+ * The operator console. Command names are the reference's (`app:users:delete`, `app:alias:delete`,
+ * ...); options name a user `-u, --user`, an alias `-a, --alias`, a domain `-d, --domain` in every
+ * command, and lists take `--search` and `--json`. One file per command group, each a thin shell
+ * over the services.
+ */
 const program = new Command("bin/console")
   .description("operator console of the mail account service")
+  .version(`mail-account-service ${serviceVersion} (Node.js ${nodeVersion})`, "-V, --version")
   .showHelpAfterError()
   .exitOverride();
 
@@ -20,21 +32,19 @@ program
   });
 
 tokenCommands(program);
-accountCommands(program);
-lifecycleCommands(program);
+domainCommands(program);
+userCommands(program);
+aliasCommands(program);
+settingCommands(program);
+openPgpCommands(program);
+webhookCommands(program);
+jobCommands(program);
+metricsCommands(program);
 
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  if (error instanceof CommanderError) {
-    process.exit(error.exitCode);
-  }
-  const message =
-    error instanceof ServiceError || error instanceof ConfigError
-      ? error.message
-      : error instanceof Error
-        ? error.message
-        : String(error);
-  process.stderr.write(`error: ${message}\n`);
+  if (error instanceof CommanderError) process.exit(error.exitCode);
+  process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 }

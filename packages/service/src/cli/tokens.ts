@@ -3,12 +3,13 @@ import { invalid } from "../errors.ts";
 import { hashToken } from "../tokens/tokens.ts";
 import { collect, withServices } from "./context.ts";
 
+/** API tokens: create (printed once), list (never their values), delete. */
 export function tokenCommands(program: Command) {
   program
     .command("app:api-token:create")
     .description("create an API token and print it once")
-    .requiredOption("--name <text>", "what the token is for")
-    .requiredOption("--scopes <scopes>", "comma-separated scopes; the option may be repeated", collect)
+    .requiredOption("-t, --name <text>", "what the token is for")
+    .requiredOption("-s, --scopes <scopes>", "comma-separated scopes; the option may be repeated", collect)
     .action(async (options: { name: string; scopes: string[] }) => {
       const scopes = options.scopes.flatMap((s) => s.split(","));
       const created = await withServices((s) => s.tokens.create(options.name, scopes));
@@ -32,7 +33,7 @@ export function tokenCommands(program: Command) {
     .command("app:api-token:delete")
     .description("delete an API token, by id or by its plain value")
     .option("--id <id>", "token id from app:api-token:list")
-    .option("--token <plain>", "the plain token")
+    .option("-t, --token <plain>", "the plain token")
     .action(async (options: { id?: string; token?: string }) => {
       await withServices(async (s) => {
         let id = options.id !== undefined && /^\d+$/.test(options.id) ? Number(options.id) : null;
