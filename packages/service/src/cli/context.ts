@@ -55,8 +55,9 @@ export async function readSecretsFromStdin(lines: number): Promise<string[]> {
 export function promptHidden(question: string): Promise<string> {
   const input = process.stdin;
   return new Promise((resolve, reject) => {
-    process.stderr.write(question);
+    // Raw mode before the prompt shows: what is typed after seeing it is never echoed.
     input.setRawMode(true);
+    process.stderr.write(question);
     input.setEncoding("utf8");
     let value = "";
     const finish = (error?: Error) => {
