@@ -225,11 +225,11 @@ export class UserService {
     return user;
   }
 
-  /** Creates an account; keys (and a recovery token) are made when MailCrypt applies to it. */
-  async create(
-    input: CreateUserInput,
-    options: { announce: boolean } = { announce: false },
-  ): Promise<CreatedUser> {
+  /**
+   * Creates an account; keys (and a recovery token) are made when MailCrypt applies to it.
+   * `user.created` is recorded in the same transaction for every caller (admin API, console, web).
+   */
+  async create(input: CreateUserInput): Promise<CreatedUser> {
     const address = parseAddress(input.email);
     if (!address) throw invalid("email: not a valid e-mail address");
     const password = checkNewPassword(input.password);
@@ -281,7 +281,7 @@ export class UserService {
         .execute();
       const created = await this.findByEmail(address.email, trx);
       if (!created) throw new Error("inserted user not found");
-      if (options.announce) await this.#events.record(trx, "user.created", created);
+      await this.#events.record(trx, "user.created", created);
       return created;
     });
     return { user, recoveryToken: material?.recoveryToken ?? null };

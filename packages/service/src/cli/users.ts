@@ -48,17 +48,14 @@ export function userCommands(program: Command): void {
           throw invalid("--quota: must be a whole number of MiB");
         const password = options.password ?? (await readNewPassword("Password"));
         const created = await withServices((s) =>
-          s.users.create(
-            {
-              email,
-              password,
-              roles: options.role,
-              mailCrypt: options.mailCrypt ? true : undefined,
-              quota: options.quota === undefined ? null : Number(options.quota),
-              passwordChangeRequired: options.passwordChangeRequired ?? false,
-            },
-            { announce: true },
-          ),
+          s.users.create({
+            email,
+            password,
+            roles: options.role,
+            mailCrypt: options.mailCrypt ? true : undefined,
+            quota: options.quota === undefined ? null : Number(options.quota),
+            passwordChangeRequired: options.passwordChangeRequired ?? false,
+          }),
         );
         out(`Created user ${created.user.email}`);
         if (created.recoveryToken) {

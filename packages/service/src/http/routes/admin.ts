@@ -29,7 +29,7 @@ const created = (reply: FastifyReply, payload: unknown) => reply.code(201).send(
  * function and shapes the answer; the rules live in the services, shared with the console and jobs.
  */
 export async function adminRoutes(app: FastifyInstance, services: Services) {
-  requireScope(app, services.tokens, "admin");
+  requireScope(app, (plain) => services.tokens.authenticate(plain), "admin");
   const { domains, users, aliases, lifecycle, settings, tokens, webhooks, openPgpKeys } = services;
   const prefix = "/api/admin";
 
@@ -59,18 +59,15 @@ export async function adminRoutes(app: FastifyInstance, services: Services) {
   });
   app.post(`${prefix}/users`, async (request, reply) => {
     const input = body(request.body);
-    const result = await users.create(
-      {
-        email: input.email as string,
-        password: input.password as string,
-        roles: input.roles as string[] | undefined,
-        mailCrypt: input.mailCrypt as boolean | undefined,
-        quota: input.quota as number | null | undefined,
-        passwordChangeRequired: input.passwordChangeRequired as boolean | undefined,
-        smtpQuota: input.smtpQuota as { per_hour?: number; per_day?: number } | undefined,
-      },
-      { announce: true },
-    );
+    const result = await users.create({
+      email: input.email as string,
+      password: input.password as string,
+      roles: input.roles as string[] | undefined,
+      mailCrypt: input.mailCrypt as boolean | undefined,
+      quota: input.quota as number | null | undefined,
+      passwordChangeRequired: input.passwordChangeRequired as boolean | undefined,
+      smtpQuota: input.smtpQuota as { per_hour?: number; per_day?: number } | undefined,
+    });
     const view = toUserView(result.user);
     return created(reply, result.recoveryToken ? { ...view, recoveryToken: result.recoveryToken } : view);
   });
