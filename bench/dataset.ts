@@ -1,4 +1,4 @@
-import { createMailCryptMaterial } from "../packages/service/src/accounts/mail-crypt.ts";
+import { mailCryptMaterial } from "../packages/service/src/accounts/mail-crypt.ts";
 import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
 import { hashPassword } from "../packages/service/src/credentials/passwords.ts";
 import type { DatabaseHandle } from "../packages/service/src/db/database.ts";
@@ -32,7 +32,7 @@ export async function makeCredentials(): Promise<Credentials> {
   const pool = new CryptoPool(2);
   const [passwordHash, material] = await Promise.all([
     hashPassword(benchPassword, pool),
-    createMailCryptMaterial(benchPassword, pool, false),
+    mailCryptMaterial("new-keys-without-recovery", benchPassword, pool),
   ]);
   return { passwordHash, publicKey: material.publicKey, secretBox: material.secretBox };
 }

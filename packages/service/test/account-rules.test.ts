@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { MailCryptLevel, mailCryptFor } from "../src/accounts/mail-crypt.ts";
 import { openDatabase } from "../src/db/database.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
 import { runConsole } from "./helpers/process.ts";
@@ -75,6 +76,102 @@ describe("one owner per account rule", () => {
         await drop();
         rmSync(dir, { recursive: true, force: true });
       }
+    });
+  });
+
+  describe("MailCrypt: one rule for create, reset, restore and sign-in", () => {
+    test("the rule's table", () => {
+      const levels = [0, 1, 2, 3];
+      const at = (event: Parameters<typeof mailCryptFor>[1], subject = {}) =>
+        levels.map((level) => mailCryptFor(level, event, subject));
+      assert.deepEqual(at("create"), ["no-keys", "no-keys", "new-keys", "new-keys"]);
+      assert.deepEqual(at("create", { requested: true }), ["new-keys", "new-keys", "new-keys", "new-keys"]);
+      assert.deepEqual(at("create", { requested: false }), ["no-keys", "no-keys", "no-keys", "no-keys"]);
+      // Reset: as a create without a choice, unless the user has MailCrypt on (kept at every level).
+      assert.deepEqual(at("reset", { userFlag: false }), at("create"));
+      assert.deepEqual(at("reset", { userFlag: true }), at("create", { requested: true }));
+      assert.deepEqual(at("restore"), at("create"));
+      assert.deepEqual(at("sign-in", { userFlag: false, hasKeys: false }), [
+        "keep",
+        "keep",
+        "keep",
+        "new-keys-without-recovery",
+      ]);
+      assert.deepEqual(
+        at("sign-in", { userFlag: true, hasKeys: false })[MailCryptLevel.allUsers],
+        "new-keys-without-recovery",
+      );
+      assert.deepEqual(at("sign-in", { userFlag: false, hasKeys: true }), ["keep", "keep", "keep", "keep"]);
+    });
+
+    const setLevel = (level: number) => service.services.settings.update({ mail_crypt: level });
+    const stored = (email: string) =>
+      service.services.database.db
+        .selectFrom("users")
+        .select(["mail_crypt", "mail_crypt_public_key", "mail_crypt_secret_box", "recovery_secret_box"])
+        .where("email", "=", email)
+        .executeTakeFirstOrThrow();
+
+    test("create, reset and restore follow it at levels 1 and 2; no box under an old password survives", async () => {
+      const { users, lifecycle, signIn } = service.services;
+      await setLevel(1);
+      const plain = await users.create({ email: "mc-plain@example.org", password });
+      assert.equal(plain.recoveryToken, null, "level 1 without a choice: no keys");
+      const chosen = await users.create({ email: "mc-chosen@example.org", password, mailCrypt: true });
+      assert.ok(chosen.recoveryToken, "level 1 with a choice: keys and a recovery token");
+      const before = await stored("mc-chosen@example.org");
+
+      const newPassword = "another long password";
+      const reset = await lifecycle.reset("mc-chosen@example.org", newPassword);
+      assert.ok(reset.recoveryToken, "the user's own choice is kept on reset");
+      const after = await stored("mc-chosen@example.org");
+      assert.equal(Number(after.mail_crypt), 1);
+      assert.notEqual(after.mail_crypt_public_key, before.mail_crypt_public_key);
+      const unlocked = await signIn.signIn("mc-chosen@example.org", newPassword, { unlockMailCrypt: true });
+      assert.equal(unlocked.kind === "ok" && unlocked.mailCrypt.state, "unlocked");
+
+      assert.equal((await lifecycle.reset("mc-plain@example.org", newPassword)).recoveryToken, null);
+      await lifecycle.delete("mc-chosen@example.org");
+      const restored = await lifecycle.restore("mc-chosen@example.org", password);
+      assert.equal(restored.recoveryToken, null, "level 1: a restore is a create without a choice");
+      assert.deepEqual(await stored("mc-chosen@example.org"), {
+        mail_crypt: 0,
+        mail_crypt_public_key: null,
+        mail_crypt_secret_box: null,
+        recovery_secret_box: null,
+      });
+      const signedIn = await signIn.signIn("mc-chosen@example.org", password, { unlockMailCrypt: true });
+      assert.equal(signedIn.kind === "ok" && signedIn.mailCrypt.state, "off");
+
+      await setLevel(2);
+      await lifecycle.delete("mc-chosen@example.org");
+      assert.ok((await lifecycle.restore("mc-chosen@example.org", password)).recoveryToken);
+      assert.ok((await lifecycle.reset("mc-plain@example.org", password)).recoveryToken);
+      const optOut = await users.create({ email: "mc-optout@example.org", password, mailCrypt: false });
+      assert.equal(optOut.recoveryToken, null);
+    });
+
+    test("level 3: a sign-in without keys makes them, also for a user whose flag is on without keys", async () => {
+      const { users, signIn } = service.services;
+      await setLevel(2);
+      await users.create({ email: "mc-later@example.org", password, mailCrypt: false });
+      await users.create({ email: "mc-broken@example.org", password, mailCrypt: false });
+      // A flag without a key (left by older software): nothing could ever be reported for it.
+      await service.services.database.db
+        .updateTable("users")
+        .set({ mail_crypt: 1 })
+        .where("email", "=", "mc-broken@example.org")
+        .execute();
+      await setLevel(3);
+      for (const email of ["mc-later@example.org", "mc-broken@example.org"]) {
+        const result = await signIn.signIn(email, password, { unlockMailCrypt: true });
+        assert.equal(result.kind === "ok" && result.mailCrypt.state, "unlocked", email);
+        const row = await stored(email);
+        assert.equal(Number(row.mail_crypt), 1);
+        assert.ok(row.mail_crypt_public_key);
+        assert.equal(row.recovery_secret_box, null, "no recovery token at sign-in");
+      }
+      await setLevel(2);
     });
   });
 });

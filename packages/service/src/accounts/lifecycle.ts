@@ -8,7 +8,12 @@ import { conflict, invalid, notFound } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
 import { inactiveSince } from "./inactivity.ts";
-import { createMailCryptMaterial, MailCryptLevel, type MailCryptMaterial } from "./mail-crypt.ts";
+import {
+  type MailCryptEvent,
+  type MailCryptMaterial,
+  mailCryptFor,
+  mailCryptMaterial,
+} from "./mail-crypt.ts";
 import { isExemptFromInactivityDeletion } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
 import { activityDay, checkNewPassword, nowSeconds, toUser, type User, type UserService } from "./users.ts";
@@ -136,7 +141,7 @@ export class LifecycleService {
   async reset(rawEmail: string, rawPassword: unknown): Promise<NewCredentials> {
     const password = checkNewPassword(rawPassword);
     const user = await this.#active(rawEmail);
-    const { hash, material } = await this.#newCredentials(user, password);
+    const { hash, material } = await this.#newCredentials(user, password, "reset");
     await this.#db.transaction().execute(async (trx) => {
       const updated = await trx
         .updateTable("users")
@@ -161,7 +166,7 @@ export class LifecycleService {
     const user = address ? await this.#users.findByEmail(address.email) : null;
     if (!user) throw notFound("user not found");
     if (!user.deleted) throw conflict("user is active; reset it instead");
-    const { hash, material } = await this.#newCredentials(user, password);
+    const { hash, material } = await this.#newCredentials(user, password, "restore");
     const updated = await this.#db
       .updateTable("users")
       .set({
@@ -258,18 +263,19 @@ export class LifecycleService {
   }
 
   /**
-   * Reset and restore give new keys when MailCrypt applies (level >= 2, or the user's own flag);
-   * otherwise old boxes are wiped, so no box sealed under an old password is left behind.
+   * Reset and restore: new keys where the MailCrypt rule (`mailCryptFor`) says so; otherwise old
+   * boxes are wiped, so no box sealed under an old password is left behind.
    */
   async #newCredentials(
     user: User,
     password: string,
+    event: Extract<MailCryptEvent, "reset" | "restore">,
   ): Promise<{ hash: string; material: MailCryptMaterial | null }> {
     const level = await this.#settings.get("mail_crypt");
-    const withKeys = level >= MailCryptLevel.newUsers || user.mailCrypt;
+    const action = mailCryptFor(level, event, { userFlag: user.mailCrypt });
     const [hash, material] = await Promise.all([
       hashPassword(password, this.#pool),
-      withKeys ? createMailCryptMaterial(password, this.#pool, true) : Promise.resolve(null),
+      mailCryptMaterial(action, password, this.#pool),
     ]);
     return { hash, material };
   }

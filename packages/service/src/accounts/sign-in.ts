@@ -1,17 +1,12 @@
 import type { Kysely } from "kysely";
 import { findBackupCode } from "../credentials/backup-codes.ts";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
-import {
-  generateMailCryptKeyPair,
-  openSecretBox,
-  SecretBoxError,
-  sealSecretBox,
-} from "../credentials/mailcrypt.ts";
+import { openSecretBox, SecretBoxError } from "../credentials/mailcrypt.ts";
 import { hashPassword, verifyDummy, verifyPassword } from "../credentials/passwords.ts";
 import { totpStepFor } from "../credentials/totp.ts";
 import type { Database } from "../db/schema.ts";
 import { parseAddress } from "./addresses.ts";
-import { MailCryptLevel, reportsMailCrypt } from "./mail-crypt.ts";
+import { type MailCryptAction, mailCryptFor, mailCryptMaterial, reportsMailCrypt } from "./mail-crypt.ts";
 import { effectiveRoles } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
 import { activityDay, nowSeconds, type User, type UserService } from "./users.ts";
@@ -89,9 +84,11 @@ export class SignInService {
 
     const level = await this.#settings.get("mail_crypt");
     let current = user;
-    if (level === MailCryptLevel.allUsers && !user.mailCrypt && !user.mailCryptPublicKey) {
-      current = await this.#enableMailCrypt(user, password);
-    }
+    const action = mailCryptFor(level, "sign-in", {
+      userFlag: user.mailCrypt,
+      hasKeys: user.mailCryptPublicKey !== null,
+    });
+    if (action !== "keep") current = await this.#enableMailCrypt(user, password, action);
     if (check.needsRehash) await this.#rehash(current, password);
     await this.recordSignIn(current);
     const mailCrypt = options.unlockMailCrypt
@@ -160,14 +157,15 @@ export class SignInService {
   }
 
   /** Level 3: a user signing in without keys gets them now, sealed under the password just verified. */
-  async #enableMailCrypt(user: User, password: string): Promise<User> {
-    const pair = await generateMailCryptKeyPair();
-    const secretBox = await sealSecretBox(pair.privateKey, password, this.#pool);
+  async #enableMailCrypt(user: User, password: string, action: MailCryptAction): Promise<User> {
+    const material = await mailCryptMaterial(action, password, this.#pool);
+    if (!material) return user;
+    const { publicKey, secretBox } = material;
     const result = await this.#db
       .updateTable("users")
       .set({
         mail_crypt: 1,
-        mail_crypt_public_key: pair.publicKey,
+        mail_crypt_public_key: publicKey,
         mail_crypt_secret_box: secretBox,
         updated_at: nowSeconds(),
       })
@@ -175,7 +173,7 @@ export class SignInService {
       .where("mail_crypt_public_key", "is", null)
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 0) return (await this.#users.findByEmail(user.email)) ?? user;
-    return { ...user, mailCrypt: true, mailCryptPublicKey: pair.publicKey, mailCryptSecretBox: secretBox };
+    return { ...user, mailCrypt: true, mailCryptPublicKey: publicKey, mailCryptSecretBox: secretBox };
   }
 
   /** Legacy and outdated hashes are replaced by Argon2id at the first successful sign-in. */

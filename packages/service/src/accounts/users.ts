@@ -7,7 +7,7 @@ import { type Database, flag, toFlag, type UserTable } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
-import { createMailCryptMaterial, keysForNewAccount } from "./mail-crypt.ts";
+import { mailCryptFor, mailCryptMaterial } from "./mail-crypt.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { isRole, normalizeRoles, parseStoredRoles, type Role } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
@@ -248,11 +248,11 @@ export class UserService {
     await this.assertAddressAvailable(address.email);
 
     const level = await this.#settings.get("mail_crypt");
-    const withKeys = keysForNewAccount(level, input.mailCrypt);
+    const action = mailCryptFor(level, "create", { requested: input.mailCrypt });
     // Expensive work first, outside the transaction, so no lock is held while Argon2 runs.
     const [passwordHash, material] = await Promise.all([
       hashPassword(password, this.#pool),
-      withKeys ? createMailCryptMaterial(password, this.#pool, true) : Promise.resolve(null),
+      mailCryptMaterial(action, password, this.#pool),
     ]);
     const now = nowSeconds();
     const user = await this.#db.transaction().execute(async (trx) => {
@@ -268,7 +268,7 @@ export class UserService {
           quota,
           smtp_quota_per_hour: smtpQuota.perHour,
           smtp_quota_per_day: smtpQuota.perDay,
-          mail_crypt: toFlag(withKeys),
+          mail_crypt: toFlag(material !== null),
           mail_crypt_public_key: material?.publicKey ?? null,
           mail_crypt_secret_box: material?.secretBox ?? null,
           recovery_secret_box: material?.recoverySecretBox ?? null,
