@@ -2,7 +2,6 @@ import { AliasService } from "./accounts/aliases.ts";
 import { DomainService } from "./accounts/domains.ts";
 import { IdentityService } from "./accounts/identity.ts";
 import { LifecycleService } from "./accounts/lifecycle.ts";
-import { LookupService } from "./accounts/lookups.ts";
 import { RetentionService } from "./accounts/retention.ts";
 import { SettingsService } from "./accounts/settings.ts";
 import { SignInService } from "./accounts/sign-in.ts";
@@ -27,7 +26,6 @@ export interface Services {
   aliases: AliasService;
   lifecycle: LifecycleService;
   signIn: SignInService;
-  lookups: LookupService;
   identity: IdentityService;
   retention: RetentionService;
   tokens: TokenService;
@@ -61,7 +59,6 @@ export function createServices(
     aliases: new AliasService(db, users),
     lifecycle: new LifecycleService(db, pool, settings, users, events),
     signIn: new SignInService(db, pool, settings, users, (result) => metrics.signIns.inc({ result })),
-    lookups: new LookupService(db, settings),
     identity: new IdentityService(db, users),
     retention: new RetentionService(db, users),
     tokens: new TokenService(db),

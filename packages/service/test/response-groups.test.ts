@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { maxHeldResponses } from "../src/http/response-groups.ts";
+import { maxHeldResponses } from "../src/http/integration/response-groups.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
 /**
@@ -84,14 +84,21 @@ describe("responses are written in groups", () => {
     return groups;
   };
 
-  test("answers without a database read (404)", async () => {
-    const paths = ["/nothing/a", "/nothing/b", "/nothing/c"];
+  test("integration API answers without a lookup (400)", async () => {
+    const paths = ["/api/mta/mailbox/a", "/api/mta/mailbox/b", "/api/mta/mailbox/c"];
     const result = await inOneTurn(paths);
     assert.deepEqual(
       inGroups(result.events, [3]),
       [...reads(paths), ...writes(paths)],
       "every request of the turn is read and handled before the first response is written",
     );
+    assert.deepEqual(result.statuses, [400, 400, 400]);
+  });
+
+  test("only the integration API writes in groups: other answers leave as they are made", async () => {
+    const paths = ["/nothing/a", "/nothing/b", "/nothing/c"];
+    const result = await inOneTurn(paths);
+    assert.deepEqual(result.events, paths.flatMap((path) => [`read ${path}`, `write ${path}`]));
     assert.deepEqual(result.statuses, [404, 404, 404]);
   });
 
@@ -110,7 +117,7 @@ describe("responses are written in groups", () => {
   });
 
   test(`at most ${maxHeldResponses} responses wait: a longer turn writes them as they fill a group`, async () => {
-    const paths = Array.from({ length: maxHeldResponses + 2 }, (_, i) => `/nothing/${i}`);
+    const paths = Array.from({ length: maxHeldResponses + 2 }, (_, i) => `/api/mta/mailbox/${i}`);
     const [group, rest] = [paths.slice(0, maxHeldResponses), paths.slice(maxHeldResponses)];
     const result = await inOneTurn(paths);
     assert.deepEqual(inGroups(result.events, [group.length, rest.length]), [
@@ -119,6 +126,6 @@ describe("responses are written in groups", () => {
       ...reads(rest),
       ...writes(rest),
     ]);
-    assert.ok(result.statuses.every((status) => status === 404));
+    assert.ok(result.statuses.every((status) => status === 400));
   });
 });

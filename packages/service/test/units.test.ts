@@ -7,9 +7,8 @@ import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
 import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
 import { normalizeSetting } from "../src/accounts/settings.ts";
 import { ConfigError, configVariables, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
-import { batchedSql, keyTaggedSql } from "../src/db/key-batches.ts";
 import { notFound, ServiceError } from "../src/errors.ts";
-import { andThen, isPromise } from "../src/eventually.ts";
+import { andThen, isPromise } from "../src/http/integration/eventually.ts";
 import { createLogger, RequestLogger } from "../src/logger.ts";
 import { repoRoot } from "./helpers/process.ts";
 
@@ -214,61 +213,6 @@ describe("service errors", () => {
     assert.doesNotMatch(error.stack ?? "", /\n\s+at /, "no stack frames were captured");
     assert.equal(Error.stackTraceLimit, before);
     assert.match(new Error("other").stack ?? "", /\n\s+at /, "other errors keep their stacks");
-  });
-});
-
-describe("key batches (PostgreSQL SQL)", () => {
-  test("the key parameters read the batch's key; the others are renumbered from $2", () => {
-    const { text, constantParameters } = batchedSql(
-      'select "id" from "users" where "email" = $1 and "deleted" = $2 union all ' +
-        'select "id" from "aliases" where "source" = $3 and "deleted" = $4',
-      new Set([0, 2]),
-    );
-    assert.deepEqual(constantParameters, [1, 3]);
-    assert.equal(
-      text,
-      "select mas_batch.key, mas_lookup.* from unnest($1::text[]) as mas_batch(key) cross join lateral " +
-        '(select "id" from "users" where "email" = mas_batch.key and "deleted" = $2 union all ' +
-        'select "id" from "aliases" where "source" = mas_batch.key and "deleted" = $3) as mas_lookup',
-    );
-  });
-
-  test("placeholders inside quotes are text, not parameters", () => {
-    const { text, constantParameters } = batchedSql(
-      `select 'it''s $1' as "a""$2", $2 as b from t where k = $1`,
-      new Set([0]),
-    );
-    assert.deepEqual(constantParameters, [1]);
-    assert.match(text, /\(select 'it''s \$1' as "a""\$2", \$2 as b from t where k = mas_batch\.key\)/);
-  });
-
-  test("an unterminated quote is refused, not guessed at", () => {
-    assert.throws(() => batchedSql("select 'open from t where k = $1", new Set([0])), /unterminated quote/);
-  });
-});
-
-describe("key batches (MySQL/MariaDB SQL)", () => {
-  test("each top-level select is tagged with the key; subqueries and quoted text are not", () => {
-    const tagged = keyTaggedSql(
-      "select `a`, (select `value` from `settings` where `name` = 'select ?') as `d` from `users` " +
-        "where `email` = ? and `deleted` = ? union all select `b` from `aliases` where `source` = ?",
-    );
-    assert.deepEqual(tagged, {
-      text:
-        "select ? as mas_batch_key, `a`, (select `value` from `settings` where `name` = 'select ?') as `d` " +
-        "from `users` where `email` = ? and `deleted` = ? union all " +
-        "select ? as mas_batch_key, `b` from `aliases` where `source` = ?",
-      values: ["key", 0, 1, "key", 2],
-    });
-  });
-
-  test("a read with a top-level order by or limit is not batched (it would apply to the whole union)", () => {
-    assert.equal(keyTaggedSql("select `id` from `users` where `email` = ? order by `id`"), null);
-    assert.equal(keyTaggedSql("select `id` from `users` where `email` = ? limit ?"), null);
-    assert.notEqual(
-      keyTaggedSql("select (select `id` from `t` order by `id` limit 1) as `x` from `u` where `k` = ?"),
-      null,
-    );
   });
 });
 

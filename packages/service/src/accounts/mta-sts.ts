@@ -1,4 +1,4 @@
-import type { LookupService } from "./lookups.ts";
+import type { DomainService } from "./domains.ts";
 import type { SettingsService } from "./settings.ts";
 
 /**
@@ -8,13 +8,13 @@ import type { SettingsService } from "./settings.ts";
  */
 export async function mtaStsPolicy(
   host: string | undefined,
-  lookups: LookupService,
+  domains: DomainService,
   settings: SettingsService,
 ): Promise<string | null> {
   const name = (host ?? "").toLowerCase().replace(/:\d+$/, "").replace(/\.$/, "");
   if (!name.startsWith("mta-sts.")) return null;
   const domain = name.slice("mta-sts.".length);
-  if (domain === "" || !(await lookups.isManagedDomain(domain))) return null;
+  if (domain === "" || (await domains.find(domain)) === null) return null;
   const all = await settings.all();
   const mx = all.mta_sts_mx
     .split("\n")

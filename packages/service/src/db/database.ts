@@ -3,15 +3,28 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import {
-  CompiledQuery,
   Kysely,
   MysqlDialect,
+  type MysqlPool,
+  type MysqlPoolConnection,
+  type MysqlQueryResult,
+  type MysqlStream,
+  type MysqlStreamOptions,
   PostgresDialect,
-  type SqliteDatabase,
   SqliteDialect,
   sql,
 } from "kysely";
-import { keyBatchedReader, mysqlKeyBatch, postgresKeyBatch } from "./key-batches.ts";
+import {
+  type Keyed,
+  type KeyedRead,
+  type KeyReader,
+  type KeyReaderOptions,
+  kyselyKeyReader,
+  mysqlKeyedRead,
+  postgresKeyedRead,
+  SqliteKeyReads,
+  turnBatchedReader,
+} from "./key-reads.ts";
 import type { Database } from "./schema.ts";
 
 /** A query without an answer for this long fails (the database counts as unavailable). */
@@ -22,6 +35,11 @@ export type DialectName = "sqlite" | "postgres" | "mysql";
 export interface DatabaseHandle {
   db: Kysely<Database>;
   dialect: DialectName;
+  /**
+   * The way in for the per-message lookups' fast path (http/integration): a read by one key, run
+   * the way this dialect runs it best (db/key-reads.ts). Nothing else uses it.
+   */
+  keyReader<Row extends Keyed>(read: KeyedRead<Row>, options?: KeyReaderOptions): KeyReader<Row>;
   close(): Promise<void>;
 }
 
@@ -61,9 +79,37 @@ function openSqlite(path: string): DatabaseHandle {
   const file = path.replace(/^\/\/(?=\/)/, "");
   const memory = file === ":memory:" || file === "";
   if (!memory) mkdirSync(dirname(resolve(file)), { recursive: true });
-  const sqlite = new BetterSqlite3(memory ? ":memory:" : file);
+  const sqlite = configureSqlite(new BetterSqlite3(memory ? ":memory:" : file));
   // WAL lets readers proceed during a write; a busy timeout covers other processes (the console).
   sqlite.pragma("journal_mode = WAL");
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  if (memory) {
+    // An in-memory database exists only on its one connection: keyed reads go through Kysely.
+    return {
+      db,
+      dialect: "sqlite",
+      keyReader: <Row extends Keyed>(read: KeyedRead<Row>) => kyselyKeyReader(db, read),
+      close: () => db.destroy(),
+    };
+  }
+  // The keyed reads have a connection of their own (see SqliteKeyReads), opened after the first
+  // has switched the file to WAL.
+  const reader = configureSqlite(new BetterSqlite3(file));
+  reader.pragma("query_only = ON");
+  const keyReads = new SqliteKeyReads(db, reader);
+  return {
+    db,
+    dialect: "sqlite",
+    keyReader: <Row extends Keyed>(read: KeyedRead<Row>, options: KeyReaderOptions = {}) =>
+      keyReads.reader(read, options),
+    close: async () => {
+      keyReads.close();
+      await db.destroy();
+    },
+  };
+}
+
+function configureSqlite(sqlite: BetterSqlite3.Database): BetterSqlite3.Database {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
@@ -71,146 +117,7 @@ function openSqlite(path: string): DatabaseHandle {
   // of a read() system call per page (the default cache is 2 MiB).
   sqlite.pragma("mmap_size = 1073741824");
   sqlite.pragma("cache_size = -65536");
-  const connection = new SqliteConnection(sqlite);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
-  directReads.set(db, (sqlText, shape) => connection.directReader(sqlText, shape.sameInBatch));
-  return { db, dialect: "sqlite", close: () => db.destroy() };
-}
-
-/** Rows of a read; undefined when it must take Kysely's path this time. */
-export type DirectReader = (parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined;
-
-/** What preparedQuery knows about a compiled read, for the dialect's direct way. */
-export interface ReadShape {
-  /** SQLite: the rows for the same parameters are kept for the read batch. */
-  sameInBatch: boolean;
-  /** A read by one text key: the positions of the SQL parameters that carry it. */
-  keyParameters: number[] | null;
-}
-
-/**
- * A faster way for a compiled read (preparedQuery) than Kysely's generic one, where the dialect
- * has one; gives undefined for SQL that must take Kysely's path. SQLite runs in-process and
- * synchronously: a read goes straight to its own prepared statement, skipping Kysely's connection
- * queue and chain of promises, which cost more than the indexed lookup itself. PostgreSQL: a
- * named prepared statement. PostgreSQL and MySQL/MariaDB: the reads by one key of an event-loop
- * turn as one statement (db/key-batches.ts); other reads take Kysely's path on MySQL/MariaDB.
- */
-export const directReads = new WeakMap<
-  Kysely<Database>,
-  (sql: string, shape: ReadShape) => DirectReader | undefined
->();
-
-/** Prepared statements kept per SQL text; Kysely's SQLite driver would prepare on every query. */
-const statementCacheSize = 256;
-
-/**
- * The one SQLite connection, as Kysely and the direct reads see it.
- *
- * Statements: better-sqlite3 compiles a statement on each `prepare`, which cost more than running
- * the indexed lookups themselves. The most recently used statements are kept (an LRU keyed by SQL
- * text; SQLite re-prepares a cached statement by itself after a schema change). A statement still
- * iterating (a streamed query) is never handed out twice: a fresh one is prepared.
- *
- * Read batches: outside a transaction every statement is its own read transaction, and starting
- * and ending one (the WAL read lock: file locks and a stat) cost several times the indexed lookup
- * itself. So the direct reads of one event-loop turn share one read transaction, opened by the
- * first and ended when the turn's I/O callbacks are done (setImmediate). Every read in it sees the
- * database as it was at that turn's first read: a write committed meanwhile by another process is
- * seen from the next turn, as if it had come a moment later. Anything that goes through Kysely
- * (every write, every transaction) ends the batch first, so this process's own writes are seen at
- * once, and the batch never holds back a checkpoint for longer than a turn.
- */
-class SqliteConnection implements SqliteDatabase {
-  readonly #sqlite: BetterSqlite3.Database;
-  readonly #statements = new Map<string, BetterSqlite3.Statement>();
-  readonly #begin: BetterSqlite3.Statement;
-  readonly #commit: BetterSqlite3.Statement;
-  #readBatchOpen = false;
-  /** Counts read batches, so rows kept for one are never handed out in the next. */
-  #readBatch = 0;
-  readonly #endReadBatchLater = () => this.#endReadBatch();
-
-  constructor(sqlite: BetterSqlite3.Database) {
-    this.#sqlite = sqlite;
-    this.#begin = sqlite.prepare("BEGIN");
-    this.#commit = sqlite.prepare("COMMIT");
-  }
-
-  /** Kysely's way in: whatever it runs starts outside any read batch. */
-  prepare(sql: string): BetterSqlite3.Statement {
-    this.#endReadBatch();
-    return this.#statement(sql);
-  }
-
-  close(): void {
-    this.#endReadBatch();
-    this.#sqlite.close();
-  }
-
-  /**
-   * A read with a statement of its own (kept for the connection's life, no cache lookup per call)
-   * run inside the turn's read batch. `sameInBatch`: the rows for the same parameters are kept
-   * until the batch ends; within one read transaction the answer cannot change, so asking again
-   * is saved (for a query most requests repeat, such as the API token).
-   */
-  directReader(sql: string, sameInBatch = false): DirectReader | undefined {
-    const statement = this.#sqlite.prepare(sql);
-    if (!statement.reader) return undefined;
-    const kept = new Map<string, unknown[]>();
-    let keptInBatch = -1;
-    return (parameters) => {
-      if (!this.#readBatchOpen) {
-        // A transaction of Kysely's holds the connection: wait for it (through Kysely's queue)
-        // rather than see its uncommitted writes.
-        if (this.#sqlite.inTransaction) return undefined;
-        this.#begin.run();
-        this.#readBatchOpen = true;
-        this.#readBatch++;
-        setImmediate(this.#endReadBatchLater);
-      }
-      if (!sameInBatch) return statement.all(parameters as unknown[]);
-      if (keptInBatch !== this.#readBatch) {
-        kept.clear();
-        keptInBatch = this.#readBatch;
-      }
-      const key = JSON.stringify(parameters);
-      let rows = kept.get(key);
-      if (rows === undefined) {
-        rows = statement.all(parameters as unknown[]);
-        kept.set(key, rows);
-      }
-      return rows;
-    };
-  }
-
-  #endReadBatch(): void {
-    if (!this.#readBatchOpen) return;
-    this.#readBatchOpen = false;
-    if (!this.#sqlite.inTransaction) return;
-    // A read-only transaction has nothing to lose; should COMMIT fail, ROLLBACK still ends it.
-    try {
-      this.#commit.run();
-    } catch {
-      this.#sqlite.exec("ROLLBACK");
-    }
-  }
-
-  #statement(sql: string): BetterSqlite3.Statement {
-    const statements = this.#statements;
-    const cached = statements.get(sql);
-    if (cached !== undefined) {
-      if (cached.busy) return this.#sqlite.prepare(sql);
-      // Map order is insertion order: re-inserting marks the statement as most recently used.
-      statements.delete(sql);
-      statements.set(sql, cached);
-      return cached;
-    }
-    const statement = this.#sqlite.prepare(sql);
-    statements.set(sql, statement);
-    if (statements.size > statementCacheSize) statements.delete(statements.keys().next().value as string);
-    return statement;
-  }
+  return sqlite;
 }
 
 async function openPostgres(
@@ -234,35 +141,21 @@ async function openPostgres(
   pool.on("error", () => {});
   pool.on("connect", (client) => client.on("error", () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  // Hot reads run as named prepared statements: PostgreSQL parses and plans each once per pooled
-  // connection instead of on every call (pg sends Bind/Execute only). Through the pool, as
-  // Kysely's own root queries go, so they never join a transaction's connection. A pooler in
-  // transaction mode without prepared-statement support needs them off. Reads by one key are
-  // batched per event-loop turn either way.
-  const named = (text: string) =>
-    preparedStatements ? { name: `mas_${hash("sha256", text, "hex").slice(0, 24)}` } : {};
-  directReads.set(db, (sqlText, shape) => {
-    // The statement names are worked out once per read, not on every call.
-    const name = named(sqlText);
-    const plain = async (values: readonly unknown[]) =>
-      (await pool.query({ ...name, text: sqlText, values: [...values] })).rows;
-    if (shape.keyParameters !== null) {
-      let batchName: ReturnType<typeof named> | undefined;
-      const batchNamed = (text: string) => {
-        batchName ??= named(text);
-        return batchName;
-      };
-      return keyBatchedReader(shape.keyParameters[0] ?? 0, {
-        single: plain,
-        batch: postgresKeyBatch(sqlText, shape.keyParameters, (text, values) =>
-          pool.query({ ...batchNamed(text), text, values, rowMode: "array" }),
-        ),
-        maxKeys: 500,
-      });
-    }
-    return preparedStatements ? plain : undefined;
-  });
-  return { db, dialect: "postgres", close: () => db.destroy() };
+  // Keyed reads run straight on the pool (as Kysely's own root queries do, so never inside a
+  // transaction's connection), as named prepared statements: PostgreSQL parses and plans each once
+  // per pooled connection instead of on every call. A pooler in transaction mode without
+  // prepared-statement support needs them off (DATABASE_PREPARED_STATEMENTS=false).
+  const run = async <Row>(text: string, values: unknown[]) => {
+    const name = preparedStatements ? `mas_${hash("sha256", text, "hex").slice(0, 24)}` : undefined;
+    return (await pool.query({ name, text, values })).rows as Row[];
+  };
+  return {
+    db,
+    dialect: "postgres",
+    keyReader: <Row extends Keyed>(read: KeyedRead<Row>) =>
+      turnBatchedReader(postgresKeyedRead(db, read, run<Row>), 500),
+    close: () => db.destroy(),
+  };
 }
 
 async function openMysql(url: string, poolSize: number): Promise<DatabaseHandle> {
@@ -276,41 +169,103 @@ async function openMysql(url: string, poolSize: number): Promise<DatabaseHandle>
     supportBigNumbers: true,
     bigNumberStrings: false,
   });
-  pool.on("connection", (connection) => {
-    connection.on("error", () => {});
-    // mysql2 has no query timeout of its own: a database that stops answering (a network partition,
-    // a frozen server) would hold the query, and the request waiting for it, forever. Fail it after
-    // the time pg's query_timeout allows, and drop the connection from the pool.
-    const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
-    (connection as { query: unknown }).query = (...args: unknown[]) => {
-      const callback = args.at(-1);
-      if (typeof callback !== "function") return query(...args);
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        connection.destroy();
-        callback(Object.assign(new Error("Query read timeout"), { code: "ETIMEDOUT" }));
-      }, queryTimeoutMs);
-      return query(...args.slice(0, -1), (...result: unknown[]) => {
-        clearTimeout(timer);
-        if (!timedOut) callback(...result);
-      });
-    };
-  });
-  const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
-  // Reads by one key are batched per event-loop turn (db/key-batches.ts), through Kysely's own
-  // path (its connection handling and the query timeout above).
-  const run = async (text: string, values: readonly unknown[]) =>
-    (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [...values]))).rows;
-  directReads.set(db, (sqlText, shape) => {
-    if (shape.keyParameters === null) return undefined;
-    const batch = mysqlKeyBatch(sqlText, shape.keyParameters, run);
-    if (batch === null) return undefined;
-    return keyBatchedReader(shape.keyParameters[0] ?? 0, {
-      single: (values) => run(sqlText, values),
-      batch,
-      maxKeys: 100,
+  pool.on("connection", (connection) => connection.on("error", () => {}));
+  const timed = new TimedMysqlPool(pool, queryTimeoutMs);
+  const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool: timed }) });
+  const run = <Row>(text: string, values: unknown[]) => timed.query<Row>(text, values);
+  return {
+    db,
+    dialect: "mysql",
+    keyReader: <Row extends Keyed>(read: KeyedRead<Row>) =>
+      turnBatchedReader(mysqlKeyedRead(db, read, run<Row>), 100),
+    close: () => db.destroy(),
+  };
+}
+
+type RawMysqlPool = import("mysql2").Pool;
+type RawMysqlConnection = import("mysql2").PoolConnection;
+
+/**
+ * mysql2's pool as Kysely and the keyed reads see it, with a time limit on every query: mysql2
+ * sets none by default, and a database that stops answering (a network partition, a frozen server)
+ * would hold the query, and the request waiting for it, forever. A query past the limit fails as
+ * unavailable and its connection is destroyed (it may still be busy), so the pool opens a new one.
+ */
+class TimedMysqlPool implements MysqlPool {
+  readonly #pool: RawMysqlPool;
+  readonly #timeoutMs: number;
+
+  constructor(pool: RawMysqlPool, timeoutMs: number) {
+    this.#pool = pool;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  getConnection(callback: (error: unknown, connection: MysqlPoolConnection) => void): void {
+    this.#pool.getConnection((error, connection) => {
+      if (error) callback(error, undefined as unknown as MysqlPoolConnection);
+      else callback(null, new TimedMysqlConnection(connection, this.#timeoutMs));
     });
-  });
-  return { db, dialect: "mysql", close: () => db.destroy() };
+  }
+
+  end(callback: (error: unknown) => void): void {
+    this.#pool.end(callback);
+  }
+
+  /** One statement on a pooled connection, outside any transaction. */
+  query<Row>(sqlText: string, values: unknown[]): Promise<Row[]> {
+    return new Promise((resolve, reject) => {
+      this.getConnection((error, connection) => {
+        if (error) return reject(error);
+        connection.query(sqlText, values, (queryError, result) => {
+          connection.release();
+          if (queryError) reject(queryError);
+          else resolve(result as unknown as Row[]);
+        });
+      });
+    });
+  }
+}
+
+class TimedMysqlConnection implements MysqlPoolConnection {
+  readonly #connection: RawMysqlConnection;
+  readonly #timeoutMs: number;
+
+  constructor(connection: RawMysqlConnection, timeoutMs: number) {
+    this.#connection = connection;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  get config(): object {
+    return this.#connection.config;
+  }
+
+  get threadId(): number {
+    return this.#connection.threadId;
+  }
+
+  connect(callback?: (error: unknown) => void): void {
+    this.#connection.connect(callback);
+  }
+
+  destroy(): void {
+    this.#connection.destroy();
+  }
+
+  release(): void {
+    this.#connection.release();
+  }
+
+  query(
+    sqlText: string,
+    parameters: unknown,
+    callback?: (error: unknown, result: MysqlQueryResult) => void,
+  ): { stream: (options: MysqlStreamOptions) => MysqlStream } {
+    const options = { sql: sqlText, values: parameters as unknown[], timeout: this.#timeoutMs };
+    if (callback === undefined) return this.#connection.query(options) as never;
+    return this.#connection.query(options, (error: unknown, result: unknown) => {
+      if ((error as { code?: unknown } | null)?.code === "PROTOCOL_SEQUENCE_TIMEOUT")
+        this.#connection.destroy();
+      callback(error, result as MysqlQueryResult);
+    }) as never;
+  }
 }

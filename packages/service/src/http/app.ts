@@ -8,15 +8,10 @@ import Fastify, {
 import { type Logger, RequestLogger } from "../logger.ts";
 import type { Services } from "../services.ts";
 import { errorHandler } from "./errors.ts";
-import { writeResponsesInGroups } from "./response-groups.ts";
+import { integrationApi } from "./integration/plugin.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { healthRoutes } from "./routes/health.ts";
-import { identityRoutes } from "./routes/identity.ts";
-import { mailboxServerRoutes } from "./routes/mailbox-server.ts";
 import { metricsRoutes } from "./routes/metrics.ts";
-import { mtaRoutes } from "./routes/mta.ts";
-import { retentionRoutes } from "./routes/retention.ts";
-import { webmailRoutes } from "./routes/webmail.ts";
 import { wellKnownRoutes } from "./routes/well-known.ts";
 
 export const bodyLimit = 64 * 1024;
@@ -55,7 +50,6 @@ export async function buildApp({
     if (text.trim() === "") return done(null, undefined);
     jsonParser(request, text, done);
   });
-  writeResponsesInGroups(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: "Not found" }));
   const { metrics } = services;
@@ -76,17 +70,9 @@ export async function buildApp({
   });
 
   await app.register(formBody, { bodyLimit });
-  const groups = [
-    mailboxServerRoutes,
-    mtaRoutes,
-    webmailRoutes,
-    identityRoutes,
-    retentionRoutes,
-    wellKnownRoutes,
-    adminRoutes,
-    healthRoutes,
-  ];
-  for (const group of groups) await app.register(async (scope) => group(scope, services));
+  await app.register(async (scope) => integrationApi(scope, services));
+  for (const group of [wellKnownRoutes, adminRoutes, healthRoutes])
+    await app.register(async (scope) => group(scope, services));
   await app.register(async (scope) => metricsRoutes(scope, services, metricsToken));
 
   // A known path with another method is a 405 that names the allowed methods, before any token check.

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { isPromise } from "../eventually.ts";
-import type { ApiToken, Scope, TokenService } from "../tokens/tokens.ts";
+import type { ApiToken, Scope } from "../tokens/tokens.ts";
+
+/** Finds the token a presented value stands for: at once where it can (the integration API's fast path), else later. */
+export type TokenCheck = (plain: string) => ApiToken | null | Promise<ApiToken | null>;
 
 /** `Authorization: Bearer <token>` first; otherwise `X-API-Token`. */
 export function presentedToken(request: FastifyRequest): string | null {
@@ -15,9 +17,9 @@ export function presentedToken(request: FastifyRequest): string | null {
 /**
  * Guards every route of the plugin it is added to: 401 without a valid token, then 403 without
  * the scope. It runs on request, before the body is read. A callback hook rather than an async
- * one, so a token known at once (SQLite) admits the request in the same turn (see eventually.ts).
+ * one, so a token known at once admits the request in the same turn.
  */
-export function requireScope(app: FastifyInstance, tokens: TokenService, scope: Scope) {
+export function requireScope(app: FastifyInstance, check: TokenCheck, scope: Scope) {
   app.addHook("onRequest", (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
     const plain = presentedToken(request);
     if (plain === null) {
@@ -33,8 +35,8 @@ export function requireScope(app: FastifyInstance, tokens: TokenService, scope: 
         done();
       }
     };
-    const token = tokens.authenticate(plain);
-    if (!isPromise(token)) return admit(token);
+    const token = check(plain);
+    if (!(token instanceof Promise)) return admit(token);
     // Whatever fails on the way (the database, a send) goes to the error handler as an Error: a
     // bare rejection must never let the request through.
     token.then(admit).catch((error: unknown) => {

@@ -1,10 +1,8 @@
 import { hash, randomBytes } from "node:crypto";
-import type { Kysely } from "kysely";
+import type { Kysely, Selectable } from "kysely";
 import { nowSeconds, parseStringList } from "../accounts/users.ts";
-import { preparedByKey } from "../db/prepared.ts";
-import type { Database } from "../db/schema.ts";
+import type { ApiTokenTable, Database } from "../db/schema.ts";
 import { invalid, notFound } from "../errors.ts";
-import { andThen, type Eventually } from "../eventually.ts";
 
 export const scopes = ["mailbox-server", "mta", "webmail", "identity", "retention", "admin"] as const;
 export type Scope = (typeof scopes)[number];
@@ -47,26 +45,27 @@ export function checkScopes(value: unknown): Scope[] {
 /** Plain tokens whose hash is kept (cleared when full): mail servers present a handful of tokens. */
 const keptHashes = 256;
 
+/** An API token's row, as stored. */
+export type ApiTokenRow = Selectable<ApiTokenTable>;
+
+/**
+ * API tokens: created, listed and deleted by admins; checked on every API request. The check's
+ * rules (hashing, the row's meaning, when a use is recorded) are here; the integration API's fast
+ * path reads the row its own way and applies the same rules (`hashOf`, `tokenOf`, `recordUseIfDue`).
+ */
 export class TokenService {
   readonly #db: Kysely<Database>;
-  /** Asked on every API request: compiled once, and asked once per read batch (SQLite). */
-  readonly #byHash;
   /**
    * SHA-256 of the well-formed plain tokens seen lately. Only the hashing is saved: the row is
-   * still read for every request (once per read batch on SQLite), so a deleted token stops working
-   * at once. A flood of made-up tokens only clears it.
+   * still read for every request, so a deleted token stops working at once. A flood of made-up
+   * tokens only clears it.
    */
   readonly #hashes = new Map<string, string>();
-  /** The ApiToken made from a row: a read batch hands the same row to all its requests (SQLite). */
+  /** The ApiToken made from a row: a SQLite read batch hands the same row to all its requests. */
   readonly #tokenOfRow = new WeakMap<object, ApiToken>();
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
-    this.#byHash = preparedByKey(
-      db,
-      (tokenHash: string) => db.selectFrom("api_tokens").selectAll().where("token_hash", "=", tokenHash),
-      { sameInBatch: true },
-    );
   }
 
   async create(rawName: unknown, rawScopes: unknown): Promise<CreatedToken> {
@@ -104,11 +103,22 @@ export class TokenService {
     if (Number(result.numDeletedRows) === 0) throw notFound("API token not found");
   }
 
-  /**
-   * The token a plain value stands for, or null. Records its use at most every five minutes.
-   * Asked on every API request: synchronous when the read is (SQLite) and no use is to be recorded.
-   */
-  authenticate(plain: string): Eventually<ApiToken | null> {
+  /** The token a plain value stands for, or null; records its use at most every five minutes. */
+  async authenticate(plain: string): Promise<ApiToken | null> {
+    const tokenHash = this.hashOf(plain);
+    if (tokenHash === null) return null;
+    const row = await this.#db
+      .selectFrom("api_tokens")
+      .selectAll()
+      .where("token_hash", "=", tokenHash)
+      .executeTakeFirst();
+    if (!row) return null;
+    await this.recordUseIfDue(row);
+    return this.tokenOf(row);
+  }
+
+  /** The stored hash a presented token is looked up by; null for a value that cannot be a token. */
+  hashOf(plain: string): string | null {
     let tokenHash = this.#hashes.get(plain);
     if (tokenHash === undefined) {
       if (!/^[0-9a-f]{64}$/i.test(plain)) return null;
@@ -116,22 +126,23 @@ export class TokenService {
       if (this.#hashes.size >= keptHashes) this.#hashes.clear();
       this.#hashes.set(plain, tokenHash);
     }
-    return andThen(this.#byHash(tokenHash), ([row]) => {
-      if (!row) return null;
-      const now = nowSeconds();
-      if (row.last_used_at !== null && row.last_used_at > now - lastUsedWriteInterval)
-        return this.#token(row);
-      return this.#recordUse(row.id, now).then(() => this.#token(row));
-    });
+    return tokenHash;
   }
 
-  #token(row: Parameters<typeof toToken>[0]): ApiToken {
+  /** The token of a row; one frozen ApiToken per row object. */
+  tokenOf(row: ApiTokenRow): ApiToken {
     let token = this.#tokenOfRow.get(row);
     if (token === undefined) {
       token = toToken(row);
       this.#tokenOfRow.set(row, token);
     }
     return token;
+  }
+
+  /** A token's last use is recorded at most every five minutes; null when no write is due. */
+  recordUseIfDue(row: ApiTokenRow, now = nowSeconds()): Promise<void> | null {
+    if (row.last_used_at !== null && row.last_used_at > now - lastUsedWriteInterval) return null;
+    return this.#recordUse(row.id, now);
   }
 
   async #recordUse(id: number, now: number): Promise<void> {

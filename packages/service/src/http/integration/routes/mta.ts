@@ -1,10 +1,11 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
-import { andThen } from "../../eventually.ts";
-import type { Services } from "../../services.ts";
-import { requireScope } from "../auth.ts";
-import { notFoundAnswer } from "../errors.ts";
-import { requireAddress, requireDomain } from "../params.ts";
+import type { SignInService } from "../../../accounts/sign-in.ts";
+import { requireScope, type TokenCheck } from "../../auth.ts";
+import { notFoundAnswer } from "../../errors.ts";
+import { requireAddress, requireDomain } from "../../params.ts";
+import { andThen } from "../eventually.ts";
+import type { MessageLookups } from "../lookups.ts";
 
 const EmailParams = Type.Object({ email: Type.String() });
 const AuthBody = Type.Object({
@@ -13,8 +14,12 @@ const AuthBody = Type.Object({
 });
 
 /** Postfix lookups and SMTP authentication (spec 4.2). */
-export async function mtaRoutes(app: FastifyInstance, services: Services) {
-  requireScope(app, services.tokens, "mta");
+export async function mtaRoutes(
+  app: FastifyInstance,
+  tokenCheck: TokenCheck,
+  services: { lookups: MessageLookups; signIn: SignInService },
+) {
+  requireScope(app, tokenCheck, "mta");
   const { lookups } = services;
   // The lookups are not async functions: an answer the database gives at once is sent in the same
   // turn (see eventually.ts); Fastify sends a returned value or awaits a returned promise.

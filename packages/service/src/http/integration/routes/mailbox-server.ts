@@ -1,18 +1,23 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
-import { pingDatabase } from "../../db/database.ts";
-import { andThen } from "../../eventually.ts";
-import type { Services } from "../../services.ts";
-import { requireScope } from "../auth.ts";
-import { notFoundAnswer } from "../errors.ts";
-import { requireAddress } from "../params.ts";
+import type { SignInService } from "../../../accounts/sign-in.ts";
+import { type DatabaseHandle, pingDatabase } from "../../../db/database.ts";
+import { requireScope, type TokenCheck } from "../../auth.ts";
+import { notFoundAnswer } from "../../errors.ts";
+import { requireAddress } from "../../params.ts";
+import { andThen } from "../eventually.ts";
+import type { MessageLookups } from "../lookups.ts";
 
 const EmailParams = Type.Object({ email: Type.String() });
 const PasswordBody = Type.Object({ password: Type.String({ minLength: 1 }) });
 
 /** Dovecot's userdb and passdb (spec 4.1). */
-export async function mailboxServerRoutes(app: FastifyInstance, services: Services) {
-  requireScope(app, services.tokens, "mailbox-server");
+export async function mailboxServerRoutes(
+  app: FastifyInstance,
+  tokenCheck: TokenCheck,
+  services: { lookups: MessageLookups; signIn: SignInService; database: DatabaseHandle },
+) {
+  requireScope(app, tokenCheck, "mailbox-server");
 
   // Dovecot's adapter checks this at start: it must fail while the database does.
   app.get("/api/mailbox-server/status", async (_request, reply) =>

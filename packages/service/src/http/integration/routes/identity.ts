@@ -1,9 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
-import { identityUser } from "../../accounts/identity.ts";
-import type { Services } from "../../services.ts";
-import { requireScope } from "../auth.ts";
-import { queryInteger, requireDomain } from "../params.ts";
+import { type IdentityService, identityUser } from "../../../accounts/identity.ts";
+import type { SignInService } from "../../../accounts/sign-in.ts";
+import { requireScope, type TokenCheck } from "../../auth.ts";
+import { queryInteger, requireDomain } from "../../params.ts";
 
 const ValidateBody = Type.Object({
   credentialType: Type.Optional(Type.String()),
@@ -11,8 +11,12 @@ const ValidateBody = Type.Object({
 });
 
 /** The identity provider's user storage (spec 4.4); every answer is scoped to one managed domain. */
-export async function identityRoutes(app: FastifyInstance, services: Services) {
-  requireScope(app, services.tokens, "identity");
+export async function identityRoutes(
+  app: FastifyInstance,
+  tokenCheck: TokenCheck,
+  services: { identity: IdentityService; signIn: SignInService },
+) {
+  requireScope(app, tokenCheck, "identity");
   const { identity } = services;
 
   app.get("/api/identity/:domain", async (request) => {

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
-import type { Services } from "../../services.ts";
-import { requireScope } from "../auth.ts";
+import type { AliasService } from "../../../accounts/aliases.ts";
+import type { SignInService } from "../../../accounts/sign-in.ts";
+import { requireScope, type TokenCheck } from "../../auth.ts";
 
 const CredentialsBody = Type.Object({
   email: Type.String({ minLength: 1 }),
@@ -9,8 +10,12 @@ const CredentialsBody = Type.Object({
 });
 
 /** The webmail plugin's alias list (spec 4.3). */
-export async function webmailRoutes(app: FastifyInstance, services: Services) {
-  requireScope(app, services.tokens, "webmail");
+export async function webmailRoutes(
+  app: FastifyInstance,
+  tokenCheck: TokenCheck,
+  services: { signIn: SignInService; aliases: AliasService },
+) {
+  requireScope(app, tokenCheck, "webmail");
 
   app.post("/api/webmail/aliases", { schema: { body: CredentialsBody } }, async (request, reply) => {
     const { email, password } = request.body as { email: string; password: string };

@@ -1,12 +1,16 @@
 import type { FastifyInstance } from "fastify";
-import { badRequest } from "../../errors.ts";
-import type { Services } from "../../services.ts";
-import { requireScope } from "../auth.ts";
-import { requireAddress } from "../params.ts";
+import type { RetentionService } from "../../../accounts/retention.ts";
+import { badRequest } from "../../../errors.ts";
+import { requireScope, type TokenCheck } from "../../auth.ts";
+import { requireAddress } from "../../params.ts";
 
 /** Activity reports and the inactive-user list (spec 4.5). */
-export async function retentionRoutes(app: FastifyInstance, services: Services) {
-  requireScope(app, services.tokens, "retention");
+export async function retentionRoutes(
+  app: FastifyInstance,
+  tokenCheck: TokenCheck,
+  services: { retention: RetentionService },
+) {
+  requireScope(app, tokenCheck, "retention");
 
   app.put("/api/retention/:email/touch", async (request) => {
     const { email } = request.params as { email: string };

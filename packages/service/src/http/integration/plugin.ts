@@ -1,0 +1,28 @@
+import type { FastifyInstance } from "fastify";
+import type { Services } from "../../services.ts";
+import type { TokenCheck } from "../auth.ts";
+import { MessageLookups } from "./lookups.ts";
+import { writeResponsesInGroups } from "./response-groups.ts";
+import { identityRoutes } from "./routes/identity.ts";
+import { mailboxServerRoutes } from "./routes/mailbox-server.ts";
+import { mtaRoutes } from "./routes/mta.ts";
+import { retentionRoutes } from "./routes/retention.ts";
+import { webmailRoutes } from "./routes/webmail.ts";
+
+/**
+ * The integration API: what Dovecot, Postfix, the webmail, the identity provider and the mailbox
+ * janitor ask. Its fast path (the per-message lookups and token check answered without a promise
+ * on SQLite, reads batched per turn, responses written in groups) lives in this plugin and applies
+ * to its routes only; the admin API, health and well-known documents do not inherit it.
+ */
+export async function integrationApi(app: FastifyInstance, services: Services) {
+  writeResponsesInGroups(app);
+  const lookups = new MessageLookups(services.database, services.settings, services.tokens);
+  const tokenCheck: TokenCheck = (plain) => lookups.authenticate(plain);
+  const { database, signIn, aliases, identity, retention } = services;
+  await app.register(async (scope) => mailboxServerRoutes(scope, tokenCheck, { lookups, signIn, database }));
+  await app.register(async (scope) => mtaRoutes(scope, tokenCheck, { lookups, signIn }));
+  await app.register(async (scope) => webmailRoutes(scope, tokenCheck, { signIn, aliases }));
+  await app.register(async (scope) => identityRoutes(scope, tokenCheck, { identity, signIn }));
+  await app.register(async (scope) => retentionRoutes(scope, tokenCheck, { retention }));
+}
