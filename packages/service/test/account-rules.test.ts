@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -172,6 +172,56 @@ describe("one owner per account rule", () => {
         assert.equal(row.recovery_secret_box, null, "no recovery token at sign-in");
       }
       await setLevel(2);
+    });
+  });
+
+  describe("last login: one writer", () => {
+    const lastLogin = async (email: string) =>
+      (
+        await service.services.database.db
+          .selectFrom("users")
+          .select("last_login_time")
+          .where("email", "=", email)
+          .executeTakeFirstOrThrow()
+      ).last_login_time;
+    const today = () => Math.floor(Date.now() / 86_400_000) * 86400;
+
+    test("sign-in records the day, touch the exact time if newer, restore the day if newer, an admin any value", async () => {
+      const { users, signIn, retention, lifecycle } = service.services;
+      await users.create({ email: "seen@example.org", password, mailCrypt: false });
+      assert.equal(await lastLogin("seen@example.org"), null);
+      assert.equal((await signIn.signIn("seen@example.org", password)).kind, "ok");
+      assert.equal(await lastLogin("seen@example.org"), today());
+
+      const exact = Math.floor(Date.now() / 1000) - 5;
+      await retention.touch("seen@example.org", exact);
+      assert.equal(await lastLogin("seen@example.org"), exact, "a touch stores the exact time");
+      await retention.touch("seen@example.org", exact - 3600);
+      assert.equal(await lastLogin("seen@example.org"), exact, "an older touch changes nothing");
+      assert.equal((await signIn.signIn("seen@example.org", password)).kind, "ok");
+      assert.equal(await lastLogin("seen@example.org"), exact, "a sign-in never moves it back to 00:00");
+
+      await lifecycle.delete("seen@example.org");
+      await lifecycle.restore("seen@example.org", password);
+      assert.equal(await lastLogin("seen@example.org"), exact, "a restore keeps a newer exact time");
+
+      const response = await call("PATCH", "/users/seen@example.org", { lastLoginTime: 1000 });
+      assert.equal(response.status, 200, response.text);
+      assert.equal(await lastLogin("seen@example.org"), 1000, "an admin's correction may go back");
+      await lifecycle.delete("seen@example.org");
+      await lifecycle.restore("seen@example.org", password);
+      assert.equal(await lastLogin("seen@example.org"), today(), "a restore counts as activity");
+      assert.equal((await call("PATCH", "/users/seen@example.org", { lastLoginTime: null })).status, 200);
+      assert.equal(await lastLogin("seen@example.org"), null);
+    });
+
+    test("no other module writes users.last_login_time", () => {
+      const src = new URL("../src/", import.meta.url);
+      const writers = readdirSync(src, { recursive: true, encoding: "utf8" })
+        .filter((file) => file.endsWith(".ts") && !file.includes("migrations"))
+        .filter((file) => /last_login_time:/.test(readFileSync(new URL(file, src), "utf8")))
+        .filter((file) => !file.endsWith("db/schema.ts"));
+      assert.deepEqual(writers, ["accounts/activity.ts"]);
     });
   });
 });

@@ -5,6 +5,7 @@ import { openSecretBox, SecretBoxError, sealSecretBox } from "../credentials/mai
 import { hashPassword, verifyPassword } from "../credentials/passwords.ts";
 import type { Database } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
+import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
 import { inactiveSince } from "./inactivity.ts";
@@ -16,7 +17,7 @@ import {
 } from "./mail-crypt.ts";
 import { isExemptFromInactivityDeletion } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
-import { activityDay, checkNewPassword, nowSeconds, toUser, type User, type UserService } from "./users.ts";
+import { checkNewPassword, nowSeconds, toUser, type User, type UserService } from "./users.ts";
 
 /** A stored password that no verifier accepts (the Unix "locked" convention). */
 export const unusablePassword = (): string => `!deleted!${randomBytes(24).toString("hex")}`;
@@ -167,18 +168,16 @@ export class LifecycleService {
     if (!user) throw notFound("user not found");
     if (!user.deleted) throw conflict("user is active; reset it instead");
     const { hash, material } = await this.#newCredentials(user, password, "restore");
-    const updated = await this.#db
-      .updateTable("users")
-      .set({
-        ...this.#credentialColumns(hash, material),
-        deleted: 0,
-        last_login_time: activityDay(),
-        updated_at: nowSeconds(),
-      })
-      .where("id", "=", user.id)
-      .where("deleted", "=", 1)
-      .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== 1) throw conflict("user is active; reset it instead");
+    await this.#db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable("users")
+        .set({ ...this.#credentialColumns(hash, material), deleted: 0, updated_at: nowSeconds() })
+        .where("id", "=", user.id)
+        .where("deleted", "=", 1)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) !== 1) throw conflict("user is active; reset it instead");
+      await recordActivity(trx, user, { kind: "restore" });
+    });
     return { recoveryToken: material?.recoveryToken ?? null };
   }
 

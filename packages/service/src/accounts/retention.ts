@@ -2,6 +2,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { toFlag } from "../db/schema.ts";
 import { badRequest } from "../errors.ts";
+import { recordActivity } from "./activity.ts";
 import { inactiveSince } from "./inactivity.ts";
 import { nowSeconds, type UserService } from "./users.ts";
 
@@ -36,12 +37,7 @@ export class RetentionService {
     const now = nowSeconds();
     if (timestamp !== null && timestamp > now) throw badRequest("timestamp in future");
     const user = await this.#users.getActive(rawEmail);
-    const time = timestamp === null || timestamp === 0 ? now : timestamp;
-    await this.#db
-      .updateTable("users")
-      .set({ last_login_time: time })
-      .where("id", "=", user.id)
-      .where((eb) => eb.or([eb("last_login_time", "is", null), eb("last_login_time", "<", time)]))
-      .execute();
+    const at = timestamp === null || timestamp === 0 ? now : timestamp;
+    await recordActivity(this.#db, user, { kind: "reported", at });
   }
 }

@@ -5,11 +5,12 @@ import { openSecretBox, SecretBoxError } from "../credentials/mailcrypt.ts";
 import { hashPassword, verifyDummy, verifyPassword } from "../credentials/passwords.ts";
 import { totpStepFor } from "../credentials/totp.ts";
 import type { Database } from "../db/schema.ts";
+import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
 import { type MailCryptAction, mailCryptFor, mailCryptMaterial, reportsMailCrypt } from "./mail-crypt.ts";
 import { effectiveRoles } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
-import { activityDay, nowSeconds, type User, type UserService } from "./users.ts";
+import { nowSeconds, type User, type UserService } from "./users.ts";
 
 /**
  * The outcome of a password sign-in. The password is checked first, so account state (spam,
@@ -90,7 +91,7 @@ export class SignInService {
     });
     if (action !== "keep") current = await this.#enableMailCrypt(user, password, action);
     if (check.needsRehash) await this.#rehash(current, password);
-    await this.recordSignIn(current);
+    await recordActivity(this.#db, current, { kind: "sign-in" });
     const mailCrypt = options.unlockMailCrypt
       ? await this.#unlock(current, password, level)
       : { state: "off" as const };
@@ -129,18 +130,6 @@ export class SignInService {
       .where("totp_backup_codes", "=", JSON.stringify(user.totpBackupCodes))
       .executeTakeFirst();
     return Number(result.numUpdatedRows) === 1 ? "ok" : "wrong_code";
-  }
-
-  /** Last login becomes 00:00 UTC of today (`activityDay`): at most one write per user a day. */
-  async recordSignIn(user: User): Promise<void> {
-    const day = activityDay();
-    if (user.lastLoginTime !== null && user.lastLoginTime >= day) return;
-    await this.#db
-      .updateTable("users")
-      .set({ last_login_time: day })
-      .where("id", "=", user.id)
-      .where((eb) => eb.or([eb("last_login_time", "is", null), eb("last_login_time", "<", day)]))
-      .execute();
   }
 
   async #unlock(user: User, password: string, level: number): Promise<MailCryptUnlock> {

@@ -5,6 +5,7 @@ import { hashPassword } from "../credentials/passwords.ts";
 import { generateTotpSecret } from "../credentials/totp.ts";
 import { type Database, flag, toFlag, type UserTable } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
+import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
 import { mailCryptFor, mailCryptMaterial } from "./mail-crypt.ts";
@@ -75,16 +76,6 @@ export function parseStringList(json: string): string[] {
 }
 
 export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
-
-const secondsPerDay = 86400;
-
-/**
- * The last-login value that activity records: 00:00 UTC of the current day. Last login is kept at
- * day granularity (enough for the two-year retention rule, less revealing than exact times); sign-ins
- * and restores both go through this one rule.
- */
-export const activityDay = (now: number = nowSeconds()): number =>
-  Math.floor(now / secondsPerDay) * secondsPerDay;
 
 export const minPasswordLength = 12;
 
@@ -313,8 +304,8 @@ export class UserService {
       smtp_quota_per_hour: number | null;
       smtp_quota_per_day: number | null;
       mail_crypt: 0 | 1;
-      last_login_time: number | null;
     }> = {};
+    let lastLoginTime: number | null | undefined;
     if (patch.roles !== undefined) changes.roles = JSON.stringify(checkRoles(patch.roles));
     if (patch.quota !== undefined) changes.quota = checkQuota(patch.quota);
     if (patch.passwordChangeRequired !== undefined) {
@@ -342,15 +333,19 @@ export class UserService {
       ) {
         throw invalid("lastLoginTime: must be Unix seconds, not in the future, or null");
       }
-      changes.last_login_time = value;
+      lastLoginTime = value;
     }
-    if (Object.keys(changes).length > 0) {
-      await this.#db
-        .updateTable("users")
-        .set({ ...changes, updated_at: nowSeconds() })
-        .where("id", "=", user.id)
-        .where("deleted", "=", 0)
-        .execute();
+    if (Object.keys(changes).length > 0 || lastLoginTime !== undefined) {
+      await this.#db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable("users")
+          .set({ ...changes, updated_at: nowSeconds() })
+          .where("id", "=", user.id)
+          .where("deleted", "=", 0)
+          .execute();
+        if (lastLoginTime !== undefined)
+          await recordActivity(trx, user, { kind: "corrected", at: lastLoginTime });
+      });
     }
     return this.getActive(user.email);
   }
