@@ -29,12 +29,26 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
+  /** The first variable at fault. */
   readonly variable: string;
+  /** Every problem found, each naming its variable (one entry for a single problem). */
+  readonly problems: readonly ConfigError[];
 
-  constructor(variable: string, message: string) {
+  constructor(variable: string, message: string, problems?: readonly ConfigError[]) {
     super(`${variable}: ${message}`);
     this.name = "ConfigError";
     this.variable = variable;
+    this.problems = problems ?? [this];
+  }
+
+  /** One error for several problems: the operator fixes them all in one go, not one per start. */
+  static of(problems: readonly ConfigError[]): ConfigError {
+    const [first] = problems;
+    if (first === undefined) throw new Error("no configuration problem to report");
+    if (problems.length === 1) return first;
+    const error = new ConfigError(first.variable, "", problems);
+    error.message = problems.map((problem) => problem.message).join("; ");
+    return error;
   }
 }
 
@@ -176,26 +190,38 @@ function nonBlank(text: string): string {
   return text;
 }
 
-/** Reads and validates the whole configuration; throws ConfigError for the first problem found. */
+/**
+ * Reads and validates the whole configuration. Every variable is checked; when any is missing or
+ * invalid, one ConfigError reports them all, in the order of the documentation.
+ */
 export function loadConfig(env: Env): Config {
-  const logLevel = optional(env, "LOG_LEVEL", "info", parseLogLevel);
-  const webhookSecret = required(env, "WEBHOOK_SECRET");
-  const userliUrl = convert("USERLI_URL", required(env, "USERLI_URL"), parseServiceUrl);
-  const userliToken = required(env, "USERLI_TOKEN").trim();
-  const toucherSieveLocation = required(env, "TOUCHER_SIEVE_LOCATION");
-  return {
-    webhookSecret,
-    userliUrl,
-    userliToken,
-    toucherSieveLocation,
-    toucherUseSudo: optional(env, "TOUCHER_USE_SUDO", "false", parseBoolean),
-    toucherTickIntervalMs: optional(env, "TOUCHER_TICK_INTERVAL", "24h", parseDuration),
-    purgerCommand: optional(env, "PURGER_COMMAND", DEFAULT_PURGER_COMMAND, nonBlank),
-    purgerCommandTimeoutMs: optional(env, "PURGER_COMMAND_TIMEOUT", "10m", parseDuration),
-    purgerRetentionHours: optional(env, "PURGER_RETENTION_HOURS", "24", parseRetentionHours),
-    purgerTickIntervalMs: optional(env, "PURGER_TICK_INTERVAL", "1h", parseDuration),
-    purgerDatabasePath: optional(env, "PURGER_DATABASE_PATH", "./mailboxes.csv", nonBlank),
-    listen: optional(env, "LISTEN_ADDR", ":8080", parseListenAddress),
-    logLevel,
+  const problems: ConfigError[] = [];
+  // Runs one variable's check; a problem is collected and a stand-in returned, so that the checks
+  // after it still run. The stand-in is never used: any problem throws below.
+  const check = <T>(read: () => T): T => {
+    try {
+      return read();
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(error);
+      return undefined as T;
+    }
   };
+  const config: Config = {
+    webhookSecret: check(() => required(env, "WEBHOOK_SECRET")),
+    userliUrl: check(() => convert("USERLI_URL", required(env, "USERLI_URL"), parseServiceUrl)),
+    userliToken: check(() => required(env, "USERLI_TOKEN").trim()),
+    toucherSieveLocation: check(() => required(env, "TOUCHER_SIEVE_LOCATION")),
+    toucherUseSudo: check(() => optional(env, "TOUCHER_USE_SUDO", "false", parseBoolean)),
+    toucherTickIntervalMs: check(() => optional(env, "TOUCHER_TICK_INTERVAL", "24h", parseDuration)),
+    purgerCommand: check(() => optional(env, "PURGER_COMMAND", DEFAULT_PURGER_COMMAND, nonBlank)),
+    purgerCommandTimeoutMs: check(() => optional(env, "PURGER_COMMAND_TIMEOUT", "10m", parseDuration)),
+    purgerRetentionHours: check(() => optional(env, "PURGER_RETENTION_HOURS", "24", parseRetentionHours)),
+    purgerTickIntervalMs: check(() => optional(env, "PURGER_TICK_INTERVAL", "1h", parseDuration)),
+    purgerDatabasePath: check(() => optional(env, "PURGER_DATABASE_PATH", "./mailboxes.csv", nonBlank)),
+    listen: check(() => optional(env, "LISTEN_ADDR", ":8080", parseListenAddress)),
+    logLevel: check(() => optional(env, "LOG_LEVEL", "info", parseLogLevel)),
+  };
+  if (problems.length > 0) throw ConfigError.of(problems);
+  return config;
 }

@@ -2,9 +2,10 @@
  * The mailbox janitor: config -> pending deletions file -> HTTP server -> purger and toucher tick
  * loops. SIGTERM/SIGINT: stop accepting, let the running step finish, exit 0.
  */
+import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { pino } from "pino";
 import { type Config, ConfigError, formatDuration, loadConfig } from "./config.ts";
+import { createLogger } from "./logger.ts";
 import { PendingStore } from "./pending.ts";
 import { Purger } from "./purger.ts";
 import { createJanitorServer } from "./server.ts";
@@ -16,6 +17,11 @@ const EXIT_CONFIG = 78;
 const SHUTDOWN_GRACE_MS = 20_000;
 /** setTimeout cannot wait longer than this in one go. */
 const MAX_TIMER_MS = 2_147_483_647;
+
+/** The janitor's version, from its package.json (the same as the service's). */
+const VERSION = (
+  JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
 
 const USAGE = `mailbox-janitor: purges mailboxes of deleted users and touches forwarding-only users.
 Configured through environment variables (see docs/janitor.md):
@@ -30,7 +36,8 @@ Configured through environment variables (see docs/janitor.md):
   PURGER_RETENTION_HOURS=24        hours between deletion and purge
   PURGER_TICK_INTERVAL=1h          how often due mailboxes are purged
   PURGER_DATABASE_PATH=./mailboxes.csv  file of pending deletions
-  LISTEN_ADDR=:8080                HTTP listen address (host:port, [v6]:port, :port)
+  LISTEN_ADDR=:8080                HTTP listen address; bind the mail server's private address
+                                   (see docs/janitor.md), not every interface
   LOG_LEVEL=info                   debug, info, warn or error
 `;
 
@@ -76,6 +83,10 @@ async function main(): Promise<void> {
     process.stdout.write(USAGE);
     return;
   }
+  if (process.argv.includes("--version") || process.argv.includes("-V")) {
+    process.stdout.write(`mailbox-janitor ${VERSION} (Node.js ${process.versions.node})\n`);
+    return;
+  }
 
   let config: Config;
   try {
@@ -88,12 +99,7 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  const logger = pino({
-    level: config.logLevel,
-    base: { pid: process.pid },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-  });
+  const logger = createLogger(config.logLevel);
   const fail = (message: string, error: unknown): never => {
     logger.fatal({ err: error instanceof Error ? error.message : String(error) }, message);
     process.exit(1);
@@ -160,6 +166,7 @@ async function main(): Promise<void> {
       sieveLocation: config.toucherSieveLocation,
       useSudo: config.toucherUseSudo,
       serviceUrl: safeUrl(config.userliUrl),
+      version: VERSION,
     },
     "listening",
   );

@@ -143,12 +143,12 @@ export function createJanitorServer(options: ServerOptions): Server {
     const signature = request.headers["x-webhook-signature"];
     if (typeof signature !== "string" || signature === "") {
       log.warn({ remote: request.socket.remoteAddress }, "webhook without signature rejected");
-      send(response, 401, { error: "missing X-Webhook-Signature" }, { Connection: "close" });
+      send(response, 401, { message: "missing X-Webhook-Signature" }, { Connection: "close" });
       return;
     }
     if (!/^[0-9a-fA-F]{64}$/.test(signature)) {
       log.warn({ remote: request.socket.remoteAddress }, "webhook with malformed signature rejected");
-      send(response, 401, { error: "invalid signature" }, { Connection: "close" });
+      send(response, 401, { message: "invalid signature" }, { Connection: "close" });
       return;
     }
     let body: Buffer;
@@ -156,22 +156,22 @@ export function createJanitorServer(options: ServerOptions): Server {
       body = await readBody(request, limit);
     } catch (error) {
       if (error instanceof BodyTooLarge) {
-        send(response, 413, { error: `body larger than ${limit} bytes` }, { Connection: "close" });
+        send(response, 413, { message: `body larger than ${limit} bytes` }, { Connection: "close" });
       } else {
         log.warn({ err: String(error) }, "could not read webhook body");
-        send(response, 400, { error: "could not read body" }, { Connection: "close" });
+        send(response, 400, { message: "could not read body" }, { Connection: "close" });
       }
       return;
     }
     if (!verifySignature(options.secret, body, signature)) {
       log.warn({ remote: request.socket.remoteAddress }, "webhook with wrong signature rejected");
-      send(response, 401, { error: "invalid signature" });
+      send(response, 401, { message: "invalid signature" });
       return;
     }
 
     const payload = parsePayload(body);
     if (typeof payload === "string") {
-      send(response, 400, { error: payload });
+      send(response, 400, { message: payload });
       return;
     }
     const deliveryId =
@@ -189,7 +189,7 @@ export function createJanitorServer(options: ServerOptions): Server {
         { email: payload.email, reason: check.reason },
         "webhook with unacceptable address rejected",
       );
-      send(response, 400, { error: `data.email: ${check.reason}` });
+      send(response, 400, { message: `data.email: ${check.reason}` });
       return;
     }
     const { address } = check;
@@ -220,7 +220,7 @@ export function createJanitorServer(options: ServerOptions): Server {
       if (deliveryId !== undefined) handled.add(deliveryId);
     } catch (error) {
       eventLog.error({ email: address.email, err: String(error) }, "could not record the event");
-      send(response, 500, { error: "could not store the event" });
+      send(response, 500, { message: "could not store the event" });
     }
   }
 
@@ -230,22 +230,22 @@ export function createJanitorServer(options: ServerOptions): Server {
       if (request.method === "GET" || request.method === "HEAD") {
         send(response, 200, "OK");
       } else {
-        send(response, 405, { error: "method not allowed" }, { Allow: "GET, HEAD" });
+        send(response, 405, { message: "method not allowed" }, { Allow: "GET, HEAD" });
       }
       return;
     }
     if (path === "/service") {
       if (request.method !== "POST") {
-        send(response, 405, { error: "method not allowed" }, { Allow: "POST" });
+        send(response, 405, { message: "method not allowed" }, { Allow: "POST" });
         return;
       }
       handleWebhook(request, response).catch((error: unknown) => {
         log.error({ err: String(error) }, "webhook handling failed");
-        send(response, 500, { error: "internal error" });
+        send(response, 500, { message: "internal error" });
       });
       return;
     }
-    send(response, 404, { error: "not found" });
+    send(response, 404, { message: "not found" });
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;

@@ -72,6 +72,16 @@ export function readLines(path: string): string[] {
     .filter((line) => line !== "");
 }
 
+/** pino's level numbers. */
+const levelNames: Record<number, string> = {
+  10: "trace",
+  20: "debug",
+  30: "info",
+  40: "warn",
+  50: "error",
+  60: "fatal",
+};
+
 export interface LogLine {
   level: string;
   msg: string;
@@ -129,7 +139,10 @@ export async function startJanitor(options: StartOptions = {}): Promise<Janitor>
     pending = lines.pop() ?? "";
     for (const line of lines) {
       try {
-        logs.push(JSON.parse(line) as LogLine);
+        const entry = JSON.parse(line) as LogLine & { level: string | number };
+        // The janitor logs pino's numeric levels (like the service); the tests read them by name.
+        if (typeof entry.level === "number") entry.level = levelNames[entry.level] ?? String(entry.level);
+        logs.push(entry as LogLine);
       } catch {
         logs.push({ level: "unparsed", msg: line });
       }

@@ -62,7 +62,7 @@ export const configVariableHelp: Record<
     meaning: "PostgreSQL: hot reads as named prepared statements (false behind poolers)",
   },
   LOG_LEVEL: { default: "info", meaning: logLevels.join(", ") },
-  METRICS_TOKEN: { default: "", meaning: "bearer token required on /metrics (unset: /metrics is open)" },
+  METRICS_TOKEN: { default: "", meaning: "bearer token of /metrics (unset: no /metrics route)" },
   CRYPTO_POOL_SIZE: {
     default: String(availableParallelism()),
     meaning: "threads hashing passwords and sealing keys (default: the number of CPUs)",

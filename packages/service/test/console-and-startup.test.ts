@@ -5,6 +5,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -12,7 +13,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { configVariables } from "../src/config.ts";
+import { configVariableHelp, configVariables, loadConfig } from "../src/config.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
 import { consolePath, repoRoot, runConsole, startServiceProcess } from "./helpers/process.ts";
 
@@ -221,20 +222,21 @@ describe("operator console and a service started as from the README", () => {
   });
 });
 
-describe("bin/console and bin/mailbox-janitor without the pinned Node", () => {
+describe("bin/console, bin/mailbox-janitor and npm start without the pinned Node", () => {
   // A copy of the repository's start scripts with no node_modules next to them, so they fall back to
   // the `node` on PATH. Versions that are not installed here are played by the pinned Node with
   // process.versions.node set by a preload; Node 20 is the system's own, when there is one.
   let dir: string;
-  const refusal = "error: Node >= 22.18 (on 23.x: >= 23.6) is required";
+  const refusal = "error: mail-account-service needs Node.js >= 22.18 (on 23.x: >= 23.6), found ";
 
   before(() => {
     dir = mkdtempSync(join(tmpdir(), "mas-bin-"));
     mkdirSync(join(dir, "root", "bin", "lib"), { recursive: true });
-    for (const script of ["console", "mailbox-janitor", "lib/node.sh"]) {
+    for (const script of ["console", "mailbox-janitor", "mail-account-service", "lib/node.sh"]) {
       copyFileSync(`${repoRoot}bin/${script}`, join(dir, "root", "bin", script));
     }
     symlinkSync(`${repoRoot}packages`, join(dir, "root", "packages"));
+    copyFileSync(`${repoRoot}package.json`, join(dir, "root", "package.json"));
     writeFileSync(
       join(dir, "version.cjs"),
       'Object.defineProperty(process.versions, "node", { value: process.env.PLAYED_NODE_VERSION });\n',
@@ -254,16 +256,27 @@ describe("bin/console and bin/mailbox-janitor without the pinned Node", () => {
   };
 
   test("a Node that cannot strip types by default is refused; 22.18+, 23.6+ and 24 run", () => {
-    for (const script of ["console", "mailbox-janitor"]) {
+    for (const script of ["console", "mailbox-janitor", "mail-account-service"]) {
       for (const version of ["22.12.0", "22.17.1", "23.5.0"]) {
         const result = run(script, process.execPath, version);
         assert.equal(result.status, 1, `${script} on ${version}: ${result.stdout}`);
-        assert.match(result.stderr, new RegExp(`^${refusal.replace(/[.()]/g, "\\$&")}`), version);
+        assert.match(
+          result.stderr,
+          new RegExp(`^${refusal.replace(/[.()]/g, "\\$&")}${version}; run 'npm ci'`),
+        );
+        assert.equal(result.stderr.split("\n").length, 2, `one line: ${result.stderr}`);
       }
       for (const version of ["22.18.0", "23.6.0", undefined]) {
         const result = run(script, process.execPath, version);
         assert.equal(result.status, 0, `${script} on ${version ?? process.version}: ${result.stderr}`);
-        assert.match(result.stdout, script === "console" ? /^Usage: bin\/console/ : /^mailbox-janitor: /);
+        assert.match(
+          result.stdout,
+          {
+            console: /^Usage: bin\/console/,
+            "mailbox-janitor": /^mailbox-janitor: /,
+            "mail-account-service": /^Usage: mail-account-service/,
+          }[script],
+        );
       }
       if (
         existsSync("/usr/bin/node") &&
@@ -272,8 +285,28 @@ describe("bin/console and bin/mailbox-janitor without the pinned Node", () => {
         const old = run(script, "/usr/bin/node");
         assert.equal(old.status, 1, `${script} on the system's old Node`);
         assert.match(old.stderr, new RegExp(`^${refusal.replace(/[.()]/g, "\\$&")}`));
+        assert.equal(old.stderr.split("\n").length, 2, `one line: ${old.stderr}`);
       }
     }
+  });
+
+  test("npm start on a Node too old (the system's own Node 20, when there is one) says so in one line", (t) => {
+    const npm = "/usr/bin/npm";
+    if (!existsSync(npm) || !existsSync("/usr/bin/node")) return t.skip("no system npm and node here");
+    if (/^v2[2-9]/.test(execFileSync("/usr/bin/node", ["--version"], { encoding: "utf8" })))
+      return t.skip("the system's Node is not too old");
+    const bin = mkdtempSync(join(dir, "path-"));
+    symlinkSync("/usr/bin/node", join(bin, "node"));
+    const result = spawnSync(npm, ["start", "--silent"], {
+      cwd: join(dir, "root"),
+      env: { PATH: `${bin}:/usr/bin:/bin`, HOME: dir },
+      encoding: "utf8",
+      timeout: 60000,
+    });
+    assert.equal(result.status, 1, result.stdout);
+    assert.match(result.stderr, new RegExp(`^${refusal.replace(/[.()]/g, "\\$&")}`));
+    assert.doesNotMatch(result.stderr, /\n\s+at /, "no stack trace");
+    assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
   });
 
   test("package.json engines state the same minimum", async () => {
@@ -282,5 +315,146 @@ describe("bin/console and bin/mailbox-janitor without the pinned Node", () => {
     const lock = JSON.parse(readFileSync(`${repoRoot}package-lock.json`, "utf8"));
     assert.equal(pkg.engines.node, "^22.18.0 || >=23.6.0");
     assert.equal(lock.packages[""].engines.node, pkg.engines.node);
+  });
+});
+
+describe("a release: version, help, systemd units, license", () => {
+  const node = `${repoRoot}node_modules/.bin/node`;
+  const main = `${repoRoot}packages/service/src/main.ts`;
+  const { version } = JSON.parse(readFileSync(`${repoRoot}packages/service/package.json`, "utf8"));
+
+  test("every package.json has the same version and the SPDX license; the changelog starts with it", () => {
+    for (const file of ["package.json", "packages/service/package.json", "packages/janitor/package.json"]) {
+      const pkg = JSON.parse(readFileSync(`${repoRoot}${file}`, "utf8"));
+      assert.equal(pkg.version, version, file);
+      assert.equal(pkg.license, "AGPL-3.0-or-later", file);
+    }
+    const pkg = JSON.parse(readFileSync(`${repoRoot}package.json`, "utf8"));
+    assert.ok(pkg.dependencies?.node, "the pinned Node is a runtime dependency (npm ci --omit=dev)");
+    assert.equal(pkg.devDependencies?.node, undefined);
+    const changelog = readFileSync(`${repoRoot}CHANGELOG.md`, "utf8");
+    assert.match(changelog, new RegExp(`^## \\[${version.replace(/\./g, "\\.")}\\]`, "m"));
+    assert.match(readFileSync(`${repoRoot}LICENSE`, "utf8"), /^GNU AFFERO GENERAL PUBLIC LICENSE\nVersion 3/);
+  });
+
+  test("--version and --help of the service; other arguments are refused", () => {
+    const run = (args: string[]) => spawnSync(node, [main, ...args], { encoding: "utf8", timeout: 30000 });
+    const v = run(["--version"]);
+    assert.equal(v.status, 0);
+    assert.equal(v.stdout, `mail-account-service ${version} (Node.js ${process.versions.node})\n`);
+    const help = run(["--help"]);
+    assert.equal(help.status, 0);
+    for (const name of configVariables) assert.match(help.stdout, new RegExp(`^  ${name}=`, "m"), name);
+    assert.match(help.stdout, /^ {2}LISTEN_ADDR=127\.0\.0\.1:8000 /m);
+    const bad = run(["--port", "80"]);
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /^error: unknown argument/);
+    assert.equal(bad.stderr.trim().split("\n").length, 1);
+  });
+
+  test("the defaults --help shows are the ones loadConfig applies", () => {
+    const shown = Object.fromEntries(
+      Object.entries(configVariableHelp)
+        .filter(([, { default: value }]) => value !== "")
+        .map(([name, { default: value }]) => [name, value]),
+    );
+    assert.deepEqual(loadConfig(shown), loadConfig({}));
+    assert.deepEqual(Object.keys(configVariableHelp).sort(), [...configVariables].sort());
+  });
+
+  test("bin/console and bin/mailbox-janitor --version", () => {
+    for (const script of ["console", "mailbox-janitor"]) {
+      const result = spawnSync(`${repoRoot}bin/${script}`, ["--version"], {
+        encoding: "utf8",
+        timeout: 30000,
+      });
+      assert.equal(result.status, 0, result.stderr);
+      assert.match(
+        result.stdout,
+        new RegExp(`^(mail-account-service|mailbox-janitor) ${version.replace(/\./g, "\\.")} `),
+      );
+    }
+  });
+
+  test("the version is in the listening log line and in /metrics as build info", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mas-version-"));
+    const service = await startServiceProcess({
+      DATABASE_URL: `sqlite:${join(dir, "v.sqlite")}`,
+      METRICS_TOKEN: "metrics-token-for-the-test",
+    });
+    try {
+      const listening = service
+        .output()
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line))
+        .find((entry) => entry.msg === "listening");
+      assert.equal(listening?.version, version);
+      const metrics = await (
+        await fetch(`${service.url}/metrics`, {
+          headers: { authorization: "Bearer metrics-token-for-the-test" },
+        })
+      ).text();
+      assert.match(
+        metrics,
+        new RegExp(
+          `^mail_account_service_build_info\\{version="${version.replace(/\./g, "\\.")}",node="${process.versions.node}"\\} 1$`,
+          "m",
+        ),
+      );
+    } finally {
+      await service.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("both systemd units pass systemd-analyze verify", (t) => {
+    const analyze = spawnSync("systemd-analyze", ["--version"], { encoding: "utf8" });
+    if (analyze.error) return t.skip("systemd-analyze is not installed (Debian package systemd)");
+    const dir = mkdtempSync(join(tmpdir(), "mas-units-"));
+    try {
+      for (const unit of ["mail-account-service.service", "mailbox-janitor.service"]) {
+        // The units name the install directory; here the checkout plays it, so that verify finds
+        // the executables they start.
+        const text = readFileSync(`${repoRoot}contrib/systemd/${unit}`, "utf8").replaceAll(
+          "/opt/mail-account-service",
+          repoRoot.replace(/\/$/, ""),
+        );
+        writeFileSync(join(dir, unit), text);
+        const result = spawnSync("systemd-analyze", ["verify", join(dir, unit)], {
+          encoding: "utf8",
+          timeout: 60000,
+        });
+        if (/Failed to (initialize|setup|connect)|not booted|Permission denied/i.test(result.stderr)) {
+          return t.skip(`systemd-analyze verify cannot run here: ${result.stderr.trim().split("\n")[0]}`);
+        }
+        assert.equal(result.status, 0, `${unit}: ${result.stderr}`);
+        // verify prints problems but may still exit 0 for some of them.
+        assert.equal(result.stderr.replace(/^Unit .* not found\.\n?/gm, ""), "", `${unit}: ${result.stderr}`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("the service unit: its own user, data outside the checkout, hardening, restart on failure", () => {
+    const unit = readFileSync(`${repoRoot}contrib/systemd/mail-account-service.service`, "utf8");
+    for (const line of [
+      "DynamicUser=yes",
+      "StateDirectory=mail-account-service",
+      "Environment=DATABASE_URL=sqlite:/var/lib/mail-account-service/data.sqlite",
+      "EnvironmentFile=-/etc/mail-account-service/env",
+      "ExecStart=/opt/mail-account-service/node_modules/.bin/node /opt/mail-account-service/packages/service/src/main.ts",
+      "Restart=on-failure",
+      "NoNewPrivileges=yes",
+      "ProtectSystem=strict",
+      "ProtectHome=yes",
+      "PrivateTmp=yes",
+      "ReadWritePaths=/var/lib/mail-account-service",
+      "CapabilityBoundingSet=",
+    ]) {
+      assert.ok(unit.split("\n").includes(line), line);
+    }
+    assert.equal(unit.match(/^ReadWritePaths=/gm)?.length, 1, "only the data directory is writable");
   });
 });
