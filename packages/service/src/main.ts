@@ -9,6 +9,9 @@ import { createLogger } from "./logger.ts";
 import { createServices } from "./services.ts";
 import { serviceVersion } from "./version.ts";
 
+/** How long requests in flight may take to finish after SIGTERM before their connections are cut. */
+const shutdownGraceMs = 5000;
+
 /** config -> database -> services -> HTTP app -> listen; graceful shutdown on SIGTERM/SIGINT. */
 async function main() {
   if (handleCommandLine(process.argv.slice(2))) return;
@@ -35,9 +38,12 @@ async function main() {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
+    // Connections still busy after the grace period are cut, so a stop never hangs on a client.
+    const cut = setTimeout(() => app.server.closeAllConnections(), shutdownGraceMs);
+    cut.unref();
     try {
-      await app.close();
-      await background.stop();
+      // No new background work from this moment on, while the requests in flight finish.
+      await Promise.all([app.close(), background.stop()]);
       await database.close();
     } catch (error) {
       logger.error({ err: error instanceof Error ? error.message : String(error) }, "shutdown failed");

@@ -50,6 +50,18 @@ export async function buildApp({
     if (text.trim() === "") return done(null, undefined);
     jsonParser(request, text, done);
   });
+  // Once the app is closing, every answer still being made says `Connection: close`, so its
+  // keep-alive connection ends with it instead of holding the close up (idle ones are closed at
+  // once by Fastify, and requests arriving meanwhile get a 503).
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (closing) reply.header("connection", "close");
+    done(null, payload);
+  });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: "Not found" }));
   const { metrics } = services;
