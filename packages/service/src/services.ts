@@ -60,7 +60,7 @@ export function createServices(
     lifecycle: new LifecycleService(db, pool, settings, users, events),
     signIn: new SignInService(db, pool, settings, users, (result) => metrics.signIns.inc({ result })),
     identity: new IdentityService(db, users),
-    retention: new RetentionService(db, users),
+    retention: new RetentionService(db, users, settings),
     tokens: new TokenService(db),
     wkd: new WkdService(db),
     openPgpKeys: new OpenPgpKeyService(db),

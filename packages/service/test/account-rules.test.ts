@@ -3,8 +3,16 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import type { Kysely } from "kysely";
+import { Migrator } from "kysely/migration";
 import { MailCryptLevel, mailCryptFor } from "../src/accounts/mail-crypt.ts";
+import { SettingsService } from "../src/accounts/settings.ts";
 import { openDatabase } from "../src/db/database.ts";
+import { migrateToLatest } from "../src/db/migrate.ts";
+import { migrations } from "../src/db/migrations/index.ts";
+import { columnTypes } from "../src/db/migrations/types.ts";
+import { removeInactiveUsers } from "../src/jobs/jobs.ts";
+import { createLogger } from "../src/logger.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
 import { runConsole } from "./helpers/process.ts";
 import { startService, type TestService } from "./helpers/service.ts";
@@ -222,6 +230,124 @@ describe("one owner per account rule", () => {
         .filter((file) => /last_login_time:/.test(readFileSync(new URL(file, src), "utf8")))
         .filter((file) => !file.endsWith("db/schema.ts"));
       assert.deepEqual(writers, ["accounts/activity.ts"]);
+    });
+  });
+
+  describe("inactivity: one pair of periods for the retention list and the removal job", () => {
+    const day = 86400;
+    const inactiveFor = async (local: string, days: number) => {
+      await service.services.users.create({ email: `${local}@example.org`, password, mailCrypt: false });
+      await service.services.database.db
+        .updateTable("users")
+        .set({ last_login_time: Math.floor(Date.now() / 1000) - days * day })
+        .where("email", "=", `${local}@example.org`)
+        .execute();
+    };
+    const job = () =>
+      removeInactiveUsers(
+        {
+          db: service.services.database.db,
+          logger: createLogger("silent"),
+          settings: service.services.settings,
+          lifecycle: service.services.lifecycle,
+          webhooks: service.services.webhooks,
+        },
+        { dryRun: true, report: (email) => wouldRemove.push(email) },
+      );
+    let wouldRemove: string[] = [];
+    const listed = async () => {
+      const retention = await service.token("retention");
+      const response = await service.request("GET", "/api/retention/users", { token: retention });
+      assert.equal(response.status, 200, response.text);
+      return (response.body as string[]).filter((email) => email.startsWith("idle"));
+    };
+
+    test("defaults: listed after 730 days, removed 7 days later", async () => {
+      const all = await service.services.settings.all();
+      assert.equal(all.inactive_user_days, 730);
+      assert.equal(all.inactive_user_removal_grace_days, 7);
+      await inactiveFor("idle729", 729);
+      await inactiveFor("idle731", 731);
+      await inactiveFor("idle738", 738);
+      assert.deepEqual(await listed(), ["idle731@example.org", "idle738@example.org"]);
+      wouldRemove = [];
+      await job();
+      assert.deepEqual(wouldRemove, ["idle738@example.org"]);
+    });
+
+    test("the operator's period moves both: whoever is removed was listed first", async () => {
+      await service.services.settings.update({
+        inactive_user_days: 600,
+        inactive_user_removal_grace_days: 10,
+      });
+      await inactiveFor("idle605", 605);
+      await inactiveFor("idle611", 611);
+      assert.deepEqual(await listed(), [
+        "idle729@example.org",
+        "idle731@example.org",
+        "idle738@example.org",
+        "idle605@example.org",
+        "idle611@example.org",
+      ]);
+      wouldRemove = [];
+      await job();
+      assert.deepEqual(wouldRemove.sort(), [
+        "idle611@example.org",
+        "idle729@example.org",
+        "idle731@example.org",
+        "idle738@example.org",
+      ]);
+      await service.services.settings.update({
+        inactive_user_days: 730,
+        inactive_user_removal_grace_days: 7,
+      });
+    });
+
+    test("a stored inactive_user_days keeps deleting after exactly that many days after the upgrade", async () => {
+      for (const [stored, listedDays, graceDays] of [
+        [800, 730, 70],
+        [737, 730, 7],
+        [600, 593, 7],
+        [33, 30, 3],
+      ] as const) {
+        const dir = mkdtempSync(join(tmpdir(), "mas-migrate-"));
+        const { url, drop } = await freshDatabaseUrl(join(dir, "old.sqlite"));
+        const database = await openDatabase(url);
+        try {
+          const context = { dialect: database.dialect, types: columnTypes(database.dialect) };
+          const migrator = new Migrator({
+            db: database.db,
+            provider: {
+              getMigrations: async () =>
+                Object.fromEntries(
+                  Object.entries(migrations).map(([name, m]) => [
+                    name,
+                    { up: (db: Kysely<unknown>) => m.up(db, context) },
+                  ]),
+                ),
+            },
+            migrationTableName: "schema_migrations",
+            migrationLockTableName: "schema_migrations_lock",
+          });
+          const before = await migrator.migrateTo("0002-webhooks-and-jobs");
+          assert.equal(before.error, undefined);
+          await database.db
+            .insertInto("settings")
+            .values({ name: "inactive_user_days", value: String(stored), updated_at: 0 })
+            .execute();
+          await migrateToLatest(database);
+          const settings = await new SettingsService(database.db).all();
+          assert.deepEqual(
+            [settings.inactive_user_days, settings.inactive_user_removal_grace_days],
+            [listedDays, graceDays],
+            `stored ${stored}`,
+          );
+        } finally {
+          await database.close();
+          await drop();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      }
     });
   });
 });

@@ -3,25 +3,30 @@ import type { Database } from "../db/schema.ts";
 import { toFlag } from "../db/schema.ts";
 import { badRequest } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
-import { inactiveSince } from "./inactivity.ts";
+import { inactiveSince, inactivityCutoffs } from "./inactivity.ts";
+import type { SettingsService } from "./settings.ts";
 import { nowSeconds, type UserService } from "./users.ts";
 
 const activeFlag = toFlag(false);
-const retentionListDays = 730;
 
 /** What the mailbox janitor asks and reports: the inactive users, and activity seen on the mail server. */
 export class RetentionService {
   readonly #db: Kysely<Database>;
   readonly #users: UserService;
+  readonly #settings: SettingsService;
 
-  constructor(db: Kysely<Database>, users: UserService) {
+  constructor(db: Kysely<Database>, users: UserService, settings: SettingsService) {
     this.#db = db;
     this.#users = users;
+    this.#settings = settings;
   }
 
-  /** Active users with no sign-in for two years (never signed in: counted from creation). */
+  /**
+   * Active users inactive for `inactive_user_days` (two years by default; never signed in: counted
+   * from creation), exempt roles included: the janitor may still touch them.
+   */
   async inactiveUsers(now = nowSeconds()): Promise<string[]> {
-    const cutoff = now - retentionListDays * 86400;
+    const cutoff = (await inactivityCutoffs(this.#settings, now)).listed;
     const rows = await this.#db
       .selectFrom("users")
       .select("email")

@@ -17,7 +17,7 @@ interface SettingDefinition {
   description: string;
 }
 
-/** The catalogue of the reference implementation (section 4.2) plus our retention period. */
+/** The catalogue of the reference implementation (section 4.2) plus our two inactivity periods. */
 export const settingDefinitions = {
   app_name: {
     type: "string",
@@ -91,10 +91,17 @@ export const settingDefinitions = {
   },
   inactive_user_days: {
     type: "integer",
-    default: 737,
+    default: 730,
     min: 30,
     max: 36500,
-    description: "Days without sign-in after which a user is deleted",
+    description: "Days without sign-in after which a user is inactive and listed to the mailbox janitor",
+  },
+  inactive_user_removal_grace_days: {
+    type: "integer",
+    default: 7,
+    min: 0,
+    max: 36500,
+    description: "Days an inactive user stays listed before the inactive-user job deletes it",
   },
 } as const satisfies Record<string, SettingDefinition>;
 

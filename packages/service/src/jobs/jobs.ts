@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import { inactiveSince } from "../accounts/inactivity.ts";
+import { inactiveSince, inactivityCutoffs } from "../accounts/inactivity.ts";
 import type { InactiveDeletion, LifecycleService } from "../accounts/lifecycle.ts";
 import { isExemptFromInactivityDeletion, parseStoredRoles } from "../accounts/roles.ts";
 import type { SettingsService } from "../accounts/settings.ts";
@@ -21,7 +21,8 @@ export interface JobDependencies {
 }
 
 /**
- * Deletes users without a sign-in for the `inactive_user_days` setting (2 years + 7 days), through
+ * Deletes users inactive for `inactive_user_days` + `inactive_user_removal_grace_days` (2 years + 7
+ * days; `inactivityCutoffs`, the same periods as the retention list), through
  * the normal deletion path; admins, domain admins and permanent users are kept. Each candidate is
  * deleted by `LifecycleService.deleteIfInactive`, which checks exemption and inactivity again in the
  * transaction that deletes: a user who signs in after the selection is skipped, not deleted.
@@ -32,7 +33,7 @@ export async function removeInactiveUsers(
   options: { dryRun?: boolean; report?: (email: string, verdict: "remove" | "exempt") => void } = {},
 ): Promise<string> {
   const now = clock ? Math.floor(clock() / 1000) : nowSeconds();
-  const cutoff = now - (await settings.get("inactive_user_days")) * day;
+  const cutoff = (await inactivityCutoffs(settings, now)).removed;
   const candidates = await db
     .selectFrom("users")
     .select(["email", "roles"])
