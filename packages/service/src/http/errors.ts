@@ -12,7 +12,8 @@ const statusOfKind: Record<ServiceError["kind"], number> = {
 /**
  * A 404 given as the handler's answer instead of thrown, for the lookups mail servers make for
  * every message and login (userdb, smtp_quota): a third of their keys are unknown or deleted,
- * and a throw through Fastify's error path cost about a quarter more than a whole found answer.
+ * and a throw through Fastify's error path costs more than a whole found answer
+ * (bench/README.md#what-profiling-showed-and-what-changed).
  * The body is the one `errorHandler` gives a thrown not-found.
  */
 export function notFoundAnswer(reply: FastifyReply, message: string): { message: string } {
