@@ -256,7 +256,7 @@ describe("bin/console, bin/mailbox-janitor and npm start without the pinned Node
   };
 
   test("a Node that cannot strip types by default is refused; 22.18+, 23.6+ and 24 run", () => {
-    for (const script of ["console", "mailbox-janitor", "mail-account-service"]) {
+    for (const script of ["console", "mailbox-janitor", "mail-account-service"] as const) {
       for (const version of ["22.12.0", "22.17.1", "23.5.0"]) {
         const result = run(script, process.execPath, version);
         assert.equal(result.status, 1, `${script} on ${version}: ${result.stdout}`);
