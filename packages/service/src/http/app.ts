@@ -7,11 +7,11 @@ import Fastify, {
 } from "fastify";
 import { type Logger, RequestLogger } from "../logger.ts";
 import type { Services } from "../services.ts";
+import { adminApi } from "./admin/plugin.ts";
 import { errorHandler } from "./errors.ts";
+import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
-import { adminRoutes } from "./routes/admin.ts";
-import { healthRoutes } from "./routes/health.ts";
-import { metricsRoutes } from "./routes/metrics.ts";
+import { metricsRoutes } from "./metrics.ts";
 import { wellKnownRoutes } from "./routes/well-known.ts";
 
 export const bodyLimit = 64 * 1024;
@@ -83,8 +83,9 @@ export async function buildApp({
 
   await app.register(formBody, { bodyLimit });
   await app.register(async (scope) => integrationApi(scope, services));
-  for (const group of [wellKnownRoutes, adminRoutes, healthRoutes])
-    await app.register(async (scope) => group(scope, services));
+  await app.register(async (scope) => wellKnownRoutes(scope, services));
+  await app.register(async (scope) => adminApi(scope, services));
+  await app.register(async (scope) => healthRoutes(scope, services));
   await app.register(async (scope) => metricsRoutes(scope, services, metricsToken));
 
   // A known path with another method is a 405 that names the allowed methods, before any token check.
