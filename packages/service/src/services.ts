@@ -59,7 +59,7 @@ export function createServices(
     aliases: new AliasService(db, users),
     lifecycle: new LifecycleService(db, pool, settings, users, events),
     signIn: new SignInService(db, pool, settings, users, (result) => metrics.signIns.inc({ result })),
-    identity: new IdentityService(db, users),
+    identity: new IdentityService(db),
     retention: new RetentionService(db, users, settings),
     tokens: new TokenService(db),
     wkd: new WkdService(db),

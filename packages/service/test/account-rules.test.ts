@@ -142,12 +142,16 @@ describe("one owner per account rule", () => {
       await lifecycle.delete("mc-chosen@example.org");
       const restored = await lifecycle.restore("mc-chosen@example.org", password);
       assert.equal(restored.recoveryToken, null, "level 1: a restore is a create without a choice");
-      assert.deepEqual(await stored("mc-chosen@example.org"), {
-        mail_crypt: 0,
-        mail_crypt_public_key: null,
-        mail_crypt_secret_box: null,
-        recovery_secret_box: null,
-      });
+      assert.deepEqual(
+        { ...(await stored("mc-chosen@example.org")), mail_crypt: 0 },
+        {
+          mail_crypt: 0,
+          mail_crypt_public_key: null,
+          mail_crypt_secret_box: null,
+          recovery_secret_box: null,
+        },
+      );
+      assert.equal(Number((await stored("mc-chosen@example.org")).mail_crypt), 0);
       const signedIn = await signIn.signIn("mc-chosen@example.org", password, { unlockMailCrypt: true });
       assert.equal(signedIn.kind === "ok" && signedIn.mailCrypt.state, "off");
 
@@ -348,6 +352,55 @@ describe("one owner per account rule", () => {
           rmSync(dir, { recursive: true, force: true });
         }
       }
+    });
+  });
+
+  describe("managed domain and active user: one query each", () => {
+    test("no account module or job spells either question itself", () => {
+      const src = new URL("../src/", import.meta.url);
+      const spelled = [];
+      for (const dir of ["accounts", "jobs", "http/routes"]) {
+        for (const file of readdirSync(new URL(`${dir}/`, src), { recursive: true, encoding: "utf8" })) {
+          if (!file.endsWith(".ts") || file === "queries.ts" || file === "lookups.ts") continue;
+          const text = readFileSync(new URL(`${dir}/${file}`, src), "utf8");
+          if (
+            /selectFrom\("domains"\)(?:(?!selectFrom|updateTable|deleteFrom)[^;])*?\.where\("name"/s.test(
+              text,
+            )
+          )
+            spelled.push(`${dir}/${file}: domain`);
+          if (
+            /(?:selectFrom|updateTable)\("users"\)(?:(?!selectFrom|updateTable|deleteFrom)[^;])*?\.where\("deleted", "=", (?:0|activeFlag)\)/s.test(
+              text,
+            )
+          )
+            spelled.push(`${dir}/${file}: active user`);
+        }
+      }
+      assert.deepEqual(spelled, []);
+    });
+
+    test("every path answers the same for a managed domain in any spelling and for a deleted user", async () => {
+      const { users, lifecycle, identity, domains, signIn } = service.services;
+      await users.create({ email: "gone@example.org", password, mailCrypt: false });
+      await lifecycle.delete("gone@example.org");
+      assert.equal((await domains.find("EXAMPLE.org."))?.name ?? null, null, "a trailing dot is not a name");
+      assert.equal((await domains.find("EXAMPLE.org"))?.name, "example.org");
+      assert.equal(await identity.domainId("Example.ORG"), (await domains.get("example.org")).id);
+      await assert.rejects(users.getActive("gone@example.org"), /user not found/);
+      await assert.rejects(
+        identity.user(await identity.domainId("example.org"), "example.org", "gone"),
+        /not found/,
+      );
+      assert.equal((await signIn.signIn("gone@example.org", password)).kind, "unknown");
+      const alias = await call("POST", "/aliases", {
+        source: "a-gone@example.org",
+        owner: "gone@example.org",
+      });
+      assert.equal(alias.status, 422, alias.text);
+      const foreign = await call("POST", "/users", { email: "x@not-here.org", password });
+      assert.equal(foreign.status, 422);
+      assert.match(foreign.text, /not managed here/);
     });
   });
 });

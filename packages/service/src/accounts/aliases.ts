@@ -3,6 +3,7 @@ import { type AliasTable, type Database, flag } from "../db/schema.ts";
 import { invalid, notFound } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
+import { managedDomain } from "./queries.ts";
 import { checkSmtpQuota, nowSeconds, parseStringList, type SmtpQuota, type UserService } from "./users.ts";
 
 export interface Alias {
@@ -84,11 +85,7 @@ export class AliasService {
     if (destinations.length === 0)
       throw invalid("destinations: at least one destination or an owner is required");
     const smtpQuota = checkSmtpQuota(input.smtpQuota);
-    const domain = await this.#db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", address.domain)
-      .executeTakeFirst();
+    const domain = await managedDomain(this.#db, address.domain);
     if (!domain) throw invalid(`source: domain ${address.domain} is not managed here`);
     const now = nowSeconds();
     return this.#db.transaction().execute(async (trx) => {

@@ -4,6 +4,7 @@ import { conflict, invalid, notFound } from "../errors.ts";
 import { parseDomain } from "./addresses.ts";
 import type { LifecycleService } from "./lifecycle.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
+import { isActiveUser, managedDomain } from "./queries.ts";
 import { nowSeconds } from "./users.ts";
 
 export interface Domain {
@@ -25,27 +26,17 @@ export class DomainService {
     if (!name) throw invalid("name: not a valid domain name");
     const now = nowSeconds();
     return this.#db.transaction().execute(async (trx) => {
-      const existing = await trx
-        .selectFrom("domains")
-        .select("id")
-        .where("name", "=", name)
-        .executeTakeFirst();
-      if (existing) throw conflict(`domain ${name} already exists`);
+      if (await managedDomain(trx, name)) throw conflict(`domain ${name} already exists`);
       await trx.insertInto("domains").values({ name, created_at: now, updated_at: now }).execute();
-      const row = await trx
-        .selectFrom("domains")
-        .selectAll()
-        .where("name", "=", name)
-        .executeTakeFirstOrThrow();
-      return toDomain(row);
+      const domain = await managedDomain(trx, name);
+      if (!domain) throw new Error("inserted domain not found");
+      return domain;
     });
   }
 
-  async find(rawName: string): Promise<Domain | null> {
-    const name = parseDomain(rawName);
-    if (!name) return null;
-    const row = await this.#db.selectFrom("domains").selectAll().where("name", "=", name).executeTakeFirst();
-    return row ? toDomain(row) : null;
+  /** The managed domain of this name (`managedDomain`, the one "is this domain managed here" query). */
+  find(rawName: string): Promise<Domain | null> {
+    return managedDomain(this.#db, rawName);
   }
 
   async get(rawName: string): Promise<Domain> {
@@ -71,7 +62,7 @@ export class DomainService {
         .selectFrom("users")
         .select((eb) => eb.fn.countAll<number>().as("n"))
         .where("domain_id", "=", domainId)
-        .where("deleted", "=", 0)
+        .where(isActiveUser)
         .executeTakeFirstOrThrow(),
       this.#db
         .selectFrom("aliases")
@@ -102,7 +93,7 @@ export class DomainService {
         .selectFrom("users")
         .select("email")
         .where("domain_id", "=", domain.id)
-        .where("deleted", "=", 0)
+        .where(isActiveUser)
         .execute();
       for (const user of users) await lifecycle.delete(user.email, trx);
       const aliases = await trx

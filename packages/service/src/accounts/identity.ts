@@ -1,17 +1,15 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { toFlag } from "../db/schema.ts";
 import { notFound } from "../errors.ts";
-import { parseAddress, parseDomain } from "./addresses.ts";
+import { parseAddress } from "./addresses.ts";
 import { containsText } from "./paging.ts";
-import type { User, UserService } from "./users.ts";
+import { activeUserRow, isActiveUser, managedDomain } from "./queries.ts";
+import { toUser, type User } from "./users.ts";
 
 export interface IdentityUser {
   id: string;
   email: string;
 }
-
-const activeFlag = toFlag(false);
 
 export const identityUser = (email: string): IdentityUser => ({
   id: email.slice(0, email.lastIndexOf("@")),
@@ -21,20 +19,15 @@ export const identityUser = (email: string): IdentityUser => ({
 /** The identity provider's user storage: every answer is scoped to one managed domain and leaves deleted users out. */
 export class IdentityService {
   readonly #db: Kysely<Database>;
-  readonly #users: UserService;
 
-  constructor(db: Kysely<Database>, users: UserService) {
+  constructor(db: Kysely<Database>) {
     this.#db = db;
-    this.#users = users;
   }
 
   async domainId(rawDomain: string): Promise<number> {
-    const name = parseDomain(rawDomain);
-    const row = name
-      ? await this.#db.selectFrom("domains").select("id").where("name", "=", name).executeTakeFirst()
-      : undefined;
-    if (!row) throw notFound("domain not found");
-    return row.id;
+    const domain = await managedDomain(this.#db, rawDomain);
+    if (!domain) throw notFound("domain not found");
+    return domain.id;
   }
 
   async search(domainId: number, search: string, max: number, first: number): Promise<IdentityUser[]> {
@@ -42,7 +35,7 @@ export class IdentityService {
       .selectFrom("users")
       .select("email")
       .where("domain_id", "=", domainId)
-      .where("deleted", "=", activeFlag);
+      .where(isActiveUser);
     if (search !== "") query = query.where(containsText("email", search));
     const rows = await query.orderBy("email").limit(max).offset(first).execute();
     return rows.map((row) => identityUser(row.email));
@@ -53,7 +46,7 @@ export class IdentityService {
       .selectFrom("users")
       .select((eb) => eb.fn.countAll<number>().as("count"))
       .where("domain_id", "=", domainId)
-      .where("deleted", "=", activeFlag)
+      .where(isActiveUser)
       .executeTakeFirstOrThrow();
     return Number(row.count);
   }
@@ -62,8 +55,8 @@ export class IdentityService {
   async user(domainId: number, domainName: string, rawEmail: string): Promise<User> {
     const full = rawEmail.includes("@") ? rawEmail : `${rawEmail}@${domainName}`;
     const address = parseAddress(full);
-    const user = address ? await this.#users.findByEmail(address.email) : null;
-    if (!user || user.deleted || user.domainId !== domainId) throw notFound("user not found");
-    return user;
+    const row = address ? await activeUserRow(this.#db, address.email) : undefined;
+    if (!row || row.domain_id !== domainId) throw notFound("user not found");
+    return toUser(row);
   }
 }

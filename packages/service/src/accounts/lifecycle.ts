@@ -15,6 +15,7 @@ import {
   mailCryptFor,
   mailCryptMaterial,
 } from "./mail-crypt.ts";
+import { isActiveUser } from "./queries.ts";
 import { isExemptFromInactivityDeletion } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
 import { checkNewPassword, nowSeconds, toUser, type User, type UserService } from "./users.ts";
@@ -93,7 +94,7 @@ export class LifecycleService {
         .selectFrom("users")
         .selectAll()
         .where("email", "=", email)
-        .where("deleted", "=", 0)
+        .where(isActiveUser)
         .executeTakeFirst();
       if (!row) return "skipped";
       const user = toUser(row);
@@ -115,7 +116,7 @@ export class LifecycleService {
       .updateTable("users")
       .set({ ...wipedCredentials, password: unusablePassword(), deleted: 1, updated_at: now })
       .where("id", "=", user.id)
-      .where("deleted", "=", 0);
+      .where(isActiveUser);
     if (condition) flag = flag.where(condition);
     const updated = await flag.executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== 1) return false;
@@ -148,7 +149,7 @@ export class LifecycleService {
         .updateTable("users")
         .set({ ...this.#credentialColumns(hash, material), updated_at: nowSeconds() })
         .where("id", "=", user.id)
-        .where("deleted", "=", 0)
+        .where(isActiveUser)
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) throw notFound("user not found");
       await this.#events.record(trx, "user.reset", user);
@@ -236,12 +237,7 @@ export class LifecycleService {
   async removeOrphanedOpenPgpKeys(addresses: string[], trx: Transaction<Database>): Promise<void> {
     if (addresses.length === 0) return;
     const [users, aliases] = await Promise.all([
-      trx
-        .selectFrom("users")
-        .select("email")
-        .where("email", "in", addresses)
-        .where("deleted", "=", 0)
-        .execute(),
+      trx.selectFrom("users").select("email").where("email", "in", addresses).where(isActiveUser).execute(),
       trx
         .selectFrom("aliases")
         .select("source")
@@ -254,11 +250,8 @@ export class LifecycleService {
     if (orphaned.length > 0) await trx.deleteFrom("openpgp_keys").where("email", "in", orphaned).execute();
   }
 
-  async #active(rawEmail: string, db: Kysely<Database> = this.#db): Promise<User> {
-    const address = parseAddress(String(rawEmail));
-    const user = address ? await this.#users.findByEmail(address.email, db) : null;
-    if (!user || user.deleted) throw notFound("user not found");
-    return user;
+  #active(rawEmail: string, db: Kysely<Database> = this.#db): Promise<User> {
+    return this.#users.getActive(String(rawEmail), db);
   }
 
   /**

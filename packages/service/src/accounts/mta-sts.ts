@@ -1,4 +1,6 @@
-import type { DomainService } from "./domains.ts";
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+import { managedDomain } from "./queries.ts";
 import type { SettingsService } from "./settings.ts";
 
 /**
@@ -8,13 +10,13 @@ import type { SettingsService } from "./settings.ts";
  */
 export async function mtaStsPolicy(
   host: string | undefined,
-  domains: DomainService,
+  db: Kysely<Database>,
   settings: SettingsService,
 ): Promise<string | null> {
   const name = (host ?? "").toLowerCase().replace(/:\d+$/, "").replace(/\.$/, "");
   if (!name.startsWith("mta-sts.")) return null;
   const domain = name.slice("mta-sts.".length);
-  if (domain === "" || (await domains.find(domain)) === null) return null;
+  if (domain === "" || (await managedDomain(db, domain)) === null) return null;
   const all = await settings.all();
   const mx = all.mta_sts_mx
     .split("\n")

@@ -1,13 +1,11 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { toFlag } from "../db/schema.ts";
 import { badRequest } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { inactiveSince, inactivityCutoffs } from "./inactivity.ts";
+import { isActiveUser } from "./queries.ts";
 import type { SettingsService } from "./settings.ts";
 import { nowSeconds, type UserService } from "./users.ts";
-
-const activeFlag = toFlag(false);
 
 /** What the mailbox janitor asks and reports: the inactive users, and activity seen on the mail server. */
 export class RetentionService {
@@ -30,7 +28,7 @@ export class RetentionService {
     const rows = await this.#db
       .selectFrom("users")
       .select("email")
-      .where("deleted", "=", activeFlag)
+      .where(isActiveUser)
       .where(inactiveSince(cutoff))
       .orderBy("id")
       .execute();

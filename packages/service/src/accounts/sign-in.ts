@@ -8,9 +8,10 @@ import type { Database } from "../db/schema.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
 import { type MailCryptAction, mailCryptFor, mailCryptMaterial, reportsMailCrypt } from "./mail-crypt.ts";
+import { activeUserRow } from "./queries.ts";
 import { effectiveRoles } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
-import { nowSeconds, type User, type UserService } from "./users.ts";
+import { nowSeconds, toUser, type User, type UserService } from "./users.ts";
 
 /**
  * The outcome of a password sign-in. The password is checked first, so account state (spam,
@@ -72,8 +73,9 @@ export class SignInService {
 
   async #signIn(rawEmail: string, password: string, options: SignInOptions): Promise<SignInResult> {
     const address = parseAddress(rawEmail);
-    const user = address ? await this.#users.findByEmail(address.email) : null;
-    if (!user || user.deleted || typeof password !== "string" || password === "") {
+    const row = address ? await activeUserRow(this.#db, address.email) : undefined;
+    const user = row ? toUser(row) : null;
+    if (!user || typeof password !== "string" || password === "") {
       await verifyDummy(typeof password === "string" ? password : "", this.#pool);
       return { kind: "unknown" };
     }

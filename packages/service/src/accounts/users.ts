@@ -10,6 +10,7 @@ import { parseAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
 import { mailCryptFor, mailCryptMaterial } from "./mail-crypt.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
+import { activeUserRow, isActiveUser, isManagedDomainNamed, managedDomain } from "./queries.ts";
 import { isRole, normalizeRoles, parseStoredRoles, type Role } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
 
@@ -209,11 +210,12 @@ export class UserService {
     return user;
   }
 
-  async getActive(rawEmail: string): Promise<User> {
+  /** The active user with this address (`activeUserRow`, the one "is this an active user" query). */
+  async getActive(rawEmail: string, db: Kysely<Database> = this.#db): Promise<User> {
     const address = parseAddress(rawEmail);
-    const user = address ? await this.findByEmail(address.email) : null;
-    if (!user || user.deleted) throw notFound("user not found");
-    return user;
+    const row = address ? await activeUserRow(db, address.email) : undefined;
+    if (!row) throw notFound("user not found");
+    return toUser(row);
   }
 
   /**
@@ -230,11 +232,7 @@ export class UserService {
     if (input.mailCrypt !== undefined && typeof input.mailCrypt !== "boolean") {
       throw invalid("mailCrypt: must be true or false");
     }
-    const domain = await this.#db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", address.domain)
-      .executeTakeFirst();
+    const domain = await managedDomain(this.#db, address.domain);
     if (!domain) throw invalid(`email: domain ${address.domain} is not managed here`);
     await this.assertAddressAvailable(address.email);
 
@@ -281,8 +279,9 @@ export class UserService {
   async list(page: Page, filter: { domain?: string; status: UserStatus }): Promise<Listing<UserView>> {
     let query = this.#db.selectFrom("users");
     if (filter.domain) {
+      const name = String(filter.domain).toLowerCase();
       query = query.where("domain_id", "=", (eb) =>
-        eb.selectFrom("domains").select("id").where("name", "=", String(filter.domain).toLowerCase()),
+        eb.selectFrom("domains").select("id").where(isManagedDomainNamed(name)),
       );
     }
     if (filter.status !== "all") query = query.where("deleted", "=", filter.status === "deleted" ? 1 : 0);
@@ -341,7 +340,7 @@ export class UserService {
           .updateTable("users")
           .set({ ...changes, updated_at: nowSeconds() })
           .where("id", "=", user.id)
-          .where("deleted", "=", 0)
+          .where(isActiveUser)
           .execute();
         if (lastLoginTime !== undefined)
           await recordActivity(trx, user, { kind: "corrected", at: lastLoginTime });

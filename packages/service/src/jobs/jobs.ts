@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { inactiveSince, inactivityCutoffs } from "../accounts/inactivity.ts";
 import type { InactiveDeletion, LifecycleService } from "../accounts/lifecycle.ts";
+import { isActiveUser } from "../accounts/queries.ts";
 import { isExemptFromInactivityDeletion, parseStoredRoles } from "../accounts/roles.ts";
 import type { SettingsService } from "../accounts/settings.ts";
 import { nowSeconds } from "../accounts/users.ts";
@@ -37,7 +38,7 @@ export async function removeInactiveUsers(
   const candidates = await db
     .selectFrom("users")
     .select(["email", "roles"])
-    .where("deleted", "=", 0)
+    .where(isActiveUser)
     .where(inactiveSince(cutoff))
     .orderBy("id")
     .execute();

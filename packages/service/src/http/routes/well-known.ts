@@ -17,7 +17,7 @@ export async function wellKnownRoutes(app: FastifyInstance, services: Services) 
   );
 
   app.get("/.well-known/mta-sts.txt", async (request, reply) => {
-    const policy = await mtaStsPolicy(request.headers.host, services.domains, services.settings);
+    const policy = await mtaStsPolicy(request.headers.host, services.database.db, services.settings);
     if (policy === null) return reply.code(404).type("text/plain; charset=utf-8").send("");
     return reply.type("text/plain; charset=utf-8").send(policy);
   });

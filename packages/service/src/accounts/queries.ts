@@ -1,0 +1,47 @@
+import type { Expression, ExpressionBuilder, Kysely, Selectable, SqlBool } from "kysely";
+import { type Database, toFlag, type UserTable } from "../db/schema.ts";
+import { parseDomain } from "./addresses.ts";
+
+/**
+ * The two questions asked everywhere, each answered by one query (and one condition, for queries that
+ * ask them among other things, such as the lookups' batches): is this domain managed here, is this
+ * an active user.
+ */
+
+const activeFlag = toFlag(false);
+
+/** The condition "an active user": not (soft-)deleted. */
+export const isActiveUser = (eb: ExpressionBuilder<Database, "users">): Expression<SqlBool> =>
+  eb("users.deleted", "=", activeFlag);
+
+/** The condition "the managed domain of this (already normalised) name". */
+export const isManagedDomainNamed =
+  (name: string) =>
+  (eb: ExpressionBuilder<Database, "domains">): Expression<SqlBool> =>
+    eb("domains.name", "=", name);
+
+export interface ManagedDomain {
+  id: number;
+  name: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** The managed domain of this name (any spelling a lookup may bring), or null. */
+export async function managedDomain(db: Kysely<Database>, rawName: string): Promise<ManagedDomain | null> {
+  const name = parseDomain(rawName);
+  if (!name) return null;
+  const row = await db
+    .selectFrom("domains")
+    .select(["id", "name", "created_at", "updated_at"])
+    .where(isManagedDomainNamed(name))
+    .executeTakeFirst();
+  return row ? { id: row.id, name: row.name, createdAt: row.created_at, updatedAt: row.updated_at } : null;
+}
+
+/** The row of the active user with this (already normalised) address, or undefined. */
+export const activeUserRow = (
+  db: Kysely<Database>,
+  email: string,
+): Promise<Selectable<UserTable> | undefined> =>
+  db.selectFrom("users").selectAll().where("email", "=", email).where(isActiveUser).executeTakeFirst();
