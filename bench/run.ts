@@ -10,13 +10,13 @@
  * database is created on that server for the run and dropped afterwards.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { openDatabase } from "../packages/service/src/db/database.ts";
+import { createDatabase } from "../packages/service/test/helpers/databases.ts";
 import { freePort } from "../packages/service/test/helpers/process.ts";
 import {
   benchPassword,
@@ -236,41 +236,9 @@ interface Target {
   drop: () => Promise<void>;
 }
 
+/** A database of the benchmark's own on a PostgreSQL or MariaDB server (the tests' helper). */
 async function freshDatabase(name: Target["name"], server: string): Promise<Target> {
-  const database = `mas_bench_${randomBytes(5).toString("hex")}`;
-  const url = new URL(server);
-  url.pathname = `/${database}`;
-  if (name === "postgres") {
-    const pg = (await import("pg")).default;
-    const admin = new pg.Client({ connectionString: server });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    await admin.end();
-    return {
-      name,
-      url: url.toString(),
-      drop: async () => {
-        const client = new pg.Client({ connectionString: server });
-        await client.connect();
-        await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-        await client.end();
-      },
-    };
-  }
-  const mysql = await import("mysql2/promise");
-  const uri = server.replace(/^mariadb:/, "mysql:");
-  const admin = await mysql.createConnection({ uri });
-  await admin.query(`CREATE DATABASE ${database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
-  await admin.end();
-  return {
-    name,
-    url: url.toString(),
-    drop: async () => {
-      const client = await mysql.createConnection({ uri });
-      await client.query(`DROP DATABASE IF EXISTS ${database}`);
-      await client.end();
-    },
-  };
+  return { name, ...(await createDatabase(server, "mas_bench")) };
 }
 
 async function targets(): Promise<Target[]> {
