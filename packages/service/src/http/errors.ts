@@ -92,7 +92,7 @@ const unavailableCodes = new Set([
 ]);
 
 /** Connection-level failures of any of the three drivers: the client should retry. */
-export function isDatabaseUnavailable(error: unknown): boolean {
+function isDatabaseUnavailable(error: unknown): boolean {
   if (!error || typeof error !== "object") return false;
   const { code, message } = error as { code?: unknown; message?: unknown };
   if (typeof code === "string" && unavailableCodes.has(code)) return true;

@@ -15,13 +15,13 @@ export interface OpenPgpKeyInfo {
 }
 
 /** The largest key accepted: 1 MiB of binary OpenPGP data. */
-export const maxKeyBytes = 1024 * 1024;
+const maxKeyBytes = 1024 * 1024;
 
 /**
  * The same limit for armored text: base64 (4 bytes per 3), a CRLF after every 64 characters, and
  * 4 KiB for the BEGIN/END lines, armor headers and checksum.
  */
-export const maxArmoredKeyBytes = Math.ceil(maxKeyBytes / 3) * 4 * (66 / 64) + 4096;
+const maxArmoredKeyBytes = Math.ceil(maxKeyBytes / 3) * 4 * (66 / 64) + 4096;
 
 /**
  * The HTTP body limit of the key upload: an armored key at the importer's limit still fits, also
@@ -33,7 +33,7 @@ export const maxKeyUploadBodyBytes = 2 * maxKeyBytes;
 const armorMarker = "-----BEGIN PGP ";
 
 /** GnuPG's spaced fingerprint: groups of four, a double space in the middle. */
-export function formatFingerprint(hex: string): string {
+function formatFingerprint(hex: string): string {
   const groups = hex.toUpperCase().match(/.{1,4}/g) ?? [];
   const half = Math.floor(groups.length / 2);
   return `${groups.slice(0, half).join(" ")}  ${groups.slice(half).join(" ")}`;

@@ -5,7 +5,7 @@ import type { Database } from "../db/schema.ts";
 
 const zBase32Alphabet = "ybndrfg8ejkmcpqxot1uwisza345h769";
 
-export function zBase32(data: Uint8Array): string {
+function zBase32(data: Uint8Array): string {
   let bits = 0;
   let value = 0;
   let out = "";

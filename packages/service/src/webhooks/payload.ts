@@ -6,7 +6,7 @@ export const isWebhookEvent = (value: string): value is WebhookEvent =>
   (webhookEvents as readonly string[]).includes(value);
 
 /** ISO-8601 with an explicit offset, as the reference sends it (PHP DATE_ATOM): 2025-09-10T11:36:14+00:00. */
-export const atomTimestamp = (date: Date): string => date.toISOString().replace(/\.\d{3}Z$/, "+00:00");
+const atomTimestamp = (date: Date): string => date.toISOString().replace(/\.\d{3}Z$/, "+00:00");
 
 /** The exact bytes of a webhook body; stored once, signed once, sent unchanged on every attempt. */
 export const webhookBody = (type: string, email: string, date: Date): string =>

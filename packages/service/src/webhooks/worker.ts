@@ -21,7 +21,7 @@ export interface AttemptOutcome {
   durationSeconds: number;
 }
 
-export const defaultRetryDelays = [10, 60, 360];
+const defaultRetryDelays = [10, 60, 360];
 const maxStoredText = 4096;
 
 /**
