@@ -12,7 +12,7 @@ import { errorHandler } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
 import { metricsRoutes } from "./metrics.ts";
-import { wellKnownRoutes } from "./routes/well-known.ts";
+import { wellKnownRoutes } from "./well-known.ts";
 
 export const bodyLimit = 64 * 1024;
 const answeredMethods: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
