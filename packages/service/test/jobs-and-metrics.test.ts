@@ -6,11 +6,11 @@ import { removeInactiveUsers, scheduledJobs } from "../src/jobs/jobs.ts";
 import { Scheduler } from "../src/jobs/scheduler.ts";
 import { createLogger } from "../src/logger.ts";
 import { WebhookOutbox } from "../src/webhooks/outbox.ts";
-import { freshDatabaseUrl } from "./helpers/databases.ts";
+import { scratchDatabase } from "./helpers/databases.ts";
+import { password } from "./helpers/fixtures.ts";
 import { runConsole } from "./helpers/process.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
-const password = "correct horse battery staple";
 const day = 86400;
 
 describe("scheduled jobs", () => {
@@ -252,11 +252,7 @@ describe("a restore counts as activity", () => {
   });
 
   test("console: app:users:restore, then app:jobs:run remove-inactive-users keeps the user", async () => {
-    const { mkdtempSync, rmSync } = await import("node:fs");
-    const { join } = await import("node:path");
-    const { tmpdir } = await import("node:os");
-    const dir = mkdtempSync(join(tmpdir(), "mas-restore-"));
-    const { url, drop } = await freshDatabaseUrl(join(dir, "data.sqlite"));
+    const { url, remove } = await scratchDatabase("mas-restore-");
     const ok = (args: string[]) => {
       const result = runConsole(url, args);
       assert.equal(result.status, 0, `${args.join(" ")}: ${result.stderr}`);
@@ -289,8 +285,7 @@ describe("a restore counts as activity", () => {
         await database.close();
       }
     } finally {
-      await drop();
-      rmSync(dir, { recursive: true, force: true });
+      await remove();
     }
   });
 });
@@ -333,12 +328,10 @@ describe("metrics endpoint and console", () => {
 
 describe("console for the lifecycle", () => {
   test("delete, reset, restore, password, quota, mailcrypt, alias, openpgp, webhooks, jobs, metrics", async () => {
-    const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+    const { writeFileSync } = await import("node:fs");
     const { join } = await import("node:path");
-    const { tmpdir } = await import("node:os");
     const openpgp = await import("openpgp");
-    const dir = mkdtempSync(join(tmpdir(), "mas-console-lc-"));
-    const { url, drop } = await freshDatabaseUrl(join(dir, "data.sqlite"));
+    const { dir, url, remove } = await scratchDatabase("mas-console-lc-");
     const ok = (args: string[], input?: string) => {
       const result = runConsole(url, args, input);
       assert.equal(result.status, 0, `${args.join(" ")}: ${result.stderr}`);
@@ -442,8 +435,7 @@ describe("console for the lifecycle", () => {
       ok(["app:domain:delete", "-d", "example.org", "--force"]);
       assert.match(ok(["app:webhook:delete", "--id", "1"]), /Deleted webhook 1/);
     } finally {
-      await drop();
-      rmSync(dir, { recursive: true, force: true });
+      await remove();
     }
   });
 });

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
+import { markDeleted, password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
-
-const password = "correct horse battery staple";
 
 describe("mailbox-server (Dovecot userdb and passdb)", () => {
   let service: TestService;
@@ -19,11 +18,7 @@ describe("mailbox-server (Dovecot userdb and passdb)", () => {
     await users.create({ email: "spam@example.org", password, roles: ["ROLE_SPAM"] });
     await users.create({ email: "change@example.org", password, passwordChangeRequired: true });
     await users.create({ email: "gone@example.org", password });
-    await service.services.database.db
-      .updateTable("users")
-      .set({ deleted: 1 })
-      .where("email", "=", "gone@example.org")
-      .execute();
+    await markDeleted(service.services.database.db, "gone@example.org");
   });
   after(() => service.close());
 

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { markDeleted, password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
-
-const password = "correct horse battery staple";
 
 describe("mta (Postfix lookups and SMTP auth)", () => {
   let service: TestService;
@@ -30,11 +29,7 @@ describe("mta (Postfix lookups and SMTP auth)", () => {
       passwordChangeRequired: true,
     });
     await users.create({ email: "gone@example.org", password, mailCrypt: false });
-    await database.db
-      .updateTable("users")
-      .set({ deleted: 1 })
-      .where("email", "=", "gone@example.org")
-      .execute();
+    await markDeleted(database.db, "gone@example.org");
     await aliases.create({ source: "alias@example.org", destinations: ["user2@example.org"] });
     await aliases.create({
       source: "multi@example.com",

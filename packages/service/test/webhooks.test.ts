@@ -4,12 +4,12 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import { createBackground } from "../src/background.ts";
 import { createLogger } from "../src/logger.ts";
 import { DeliveryWorker } from "../src/webhooks/worker.ts";
-import { freshDatabaseUrl } from "./helpers/databases.ts";
+import { scratchDatabase } from "./helpers/databases.ts";
+import { password } from "./helpers/fixtures.ts";
 import { runConsole, startServiceProcess } from "./helpers/process.ts";
 import { type Receiver, startReceiver } from "./helpers/receiver.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
-const password = "correct horse battery staple";
 const secret = "a-shared-secret-of-some-length";
 
 describe("webhooks", () => {
@@ -279,11 +279,7 @@ describe("webhooks", () => {
 describe("webhooks across a restart of the service process", () => {
   test("a delivery pending when the service stops is sent after it starts again", async () => {
     const receiver = await startReceiver();
-    const { mkdtempSync, rmSync } = await import("node:fs");
-    const { join } = await import("node:path");
-    const { tmpdir } = await import("node:os");
-    const dir = mkdtempSync(join(tmpdir(), "mas-restart-"));
-    const { url: databaseUrl, drop } = await freshDatabaseUrl(join(dir, "data.sqlite"));
+    const { url: databaseUrl, remove } = await scratchDatabase("mas-restart-");
     try {
       receiver.respond = () => 500;
       runConsole(databaseUrl, ["app:domain:create", "example.org"]);
@@ -315,8 +311,7 @@ describe("webhooks across a restart of the service process", () => {
       }
     } finally {
       await receiver.close();
-      await drop();
-      rmSync(dir, { recursive: true, force: true });
+      await remove();
     }
   });
 });

@@ -2,9 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { generateBackupCodes, hashBackupCode } from "../src/credentials/backup-codes.ts";
 import { currentTotpCode, generateTotpSecret } from "../src/credentials/totp.ts";
+import { markDeleted, password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
-
-const password = "correct horse battery staple";
 
 describe("webmail, identity and retention", () => {
   let service: TestService;
@@ -36,11 +35,7 @@ describe("webmail, identity and retention", () => {
       passwordChangeRequired: true,
     });
     await users.create({ email: "gone@example.org", password, mailCrypt: false });
-    await database.db
-      .updateTable("users")
-      .set({ deleted: 1 })
-      .where("email", "=", "gone@example.org")
-      .execute();
+    await markDeleted(database.db, "gone@example.org");
     await aliases.create({ source: "a1@example.org", owner: "alice@example.org" });
     await aliases.create({ source: "a2@example.com", owner: "alice@example.org" });
     await aliases.create({ source: "a3@example.org", owner: "alice@example.org" });

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { CryptoPool } from "../../src/credentials/crypto-pool.ts";
 import { openDatabase } from "../../src/db/database.ts";
@@ -9,7 +6,7 @@ import { buildApp } from "../../src/http/app.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createServices, type Services } from "../../src/services.ts";
 import type { Scope } from "../../src/tokens/tokens.ts";
-import { freshDatabaseUrl } from "./databases.ts";
+import { scratchDatabase } from "./databases.ts";
 
 export interface TestService {
   url: string;
@@ -42,8 +39,7 @@ export interface TestResponse {
  * `TEST_DATABASE_URL` switches the whole API suite to another database.
  */
 export async function startService(options: { metricsToken?: string } = {}): Promise<TestService> {
-  const dir = mkdtempSync(join(tmpdir(), "mas-test-"));
-  const { url, drop } = await freshDatabaseUrl(join(dir, "test.sqlite"));
+  const { url, remove } = await scratchDatabase("mas-test-");
   const database = await openDatabase(url, { poolSize: 4 });
   await migrateToLatest(database);
   const services = createServices(database, new CryptoPool(2));
@@ -89,8 +85,7 @@ export async function startService(options: { metricsToken?: string } = {}): Pro
     async close() {
       await app.close();
       await database.close();
-      await drop();
-      rmSync(dir, { recursive: true, force: true });
+      await remove();
     },
   };
 }
