@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import type { Address } from "../../accounts/addresses.ts";
 import { reportsMailCrypt } from "../../accounts/mail-crypt.ts";
+import { isActiveUser } from "../../accounts/queries.ts";
 import { decodeSetting, type SettingsService, storedSetting } from "../../accounts/settings.ts";
 import { parseStringList } from "../../accounts/users.ts";
 import type { DatabaseHandle } from "../../db/database.ts";
@@ -32,7 +33,7 @@ const domainByName: KeyedRead<{ lookup_key: string }> = (db, keys) =>
   db.selectFrom("domains").select("name as lookup_key").where(keys("name"));
 
 const activeUserByEmail: KeyedRead<{ lookup_key: string }> = (db, keys) =>
-  db.selectFrom("users").select("email as lookup_key").where(keys("email")).where("deleted", "=", activeFlag);
+  db.selectFrom("users").select("email as lookup_key").where(keys("email")).where(isActiveUser);
 
 const userdbByEmail = keyedRead((db, keys) =>
   db
@@ -40,7 +41,7 @@ const userdbByEmail = keyedRead((db, keys) =>
     .select(["email as lookup_key", "mail_crypt", "mail_crypt_public_key", "quota"])
     .select(storedSetting(db, "mail_crypt").as("mail_crypt_level"))
     .where(keys("email"))
-    .where("deleted", "=", activeFlag),
+    .where(isActiveUser),
 );
 
 const aliasBySource: KeyedRead<{ lookup_key: string; destinations: string }> = (db, keys) =>
@@ -56,7 +57,7 @@ const senderSourcesByAddress = keyedRead((db, keys) =>
     .selectFrom("users")
     .select(["email as lookup_key", sql.lit(0).as("from_alias"), sql<string>`'[]'`.as("destinations")])
     .where(keys("email"))
-    .where("deleted", "=", activeFlag)
+    .where(isActiveUser)
     .unionAll(
       db
         .selectFrom("aliases")
@@ -77,7 +78,7 @@ const smtpQuotaByAddress = keyedRead((db, keys) => {
     .select(["email as lookup_key", "smtp_quota_per_hour", "smtp_quota_per_day", sql.lit(0).as("from_alias")])
     .select(defaults)
     .where(keys("email"))
-    .where("deleted", "=", activeFlag)
+    .where(isActiveUser)
     .unionAll(
       db
         .selectFrom("aliases")
