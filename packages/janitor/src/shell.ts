@@ -1,7 +1,9 @@
+import { checkAddress } from "./address-syntax.ts";
+
 /**
  * Address validation and placeholder substitution. Every address that reaches a shell command or a
- * file path passes parseAddress first; every substituted value is shell-quoted as well, so either
- * guard alone keeps an address from running anything.
+ * file path passes parseAddress first (the service's rule for known addresses, address-syntax.ts);
+ * every substituted value is shell-quoted as well.
  */
 
 export interface Address {
@@ -9,46 +11,32 @@ export interface Address {
   email: string;
   localPart: string;
   domain: string;
-  /** Lower-cased address, used to compare entries (the service compares case-insensitively). */
+  /** The address in the service's stored form (lower-cased), used to compare entries. */
   key: string;
 }
 
 export type AddressCheck = { ok: true; address: Address } | { ok: false; reason: string };
 
-// Letters, digits and marks of any script, plus "_", "+", "=" and "-"; dots only between atoms.
-const LOCAL_ATOM = "[\\p{L}\\p{M}\\p{N}_+=-]+";
-const LOCAL_PART = new RegExp(`^${LOCAL_ATOM}(?:\\.${LOCAL_ATOM})*$`, "u");
-const DOMAIN_LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}-]*[\p{L}\p{M}\p{N}])?$/u;
-const SPECIAL = /[\p{Cc}\p{Cf}\p{Z}\s"'`\\$;&|<>(){}[\]!#*?~^%,:/]/u;
-
 /**
- * Accepts only plain addresses: one "@", a non-empty local part of letters, digits and `_+=-` with
- * dots between atoms (so never "." or ".." and never a leading "-"), and a host name as domain. This
- * excludes whitespace, quotes, backslashes, shell metacharacters, glob wildcards (`*`, `?`, `[`),
- * path separators and control characters.
+ * Accepts every address the service can hold (its rule for known addresses): one "@", dot-atoms
+ * without "/", "#" or a leading "-", a host name as domain, no control or format characters, no
+ * spaces, quotes, backslashes or path separators. Symbols such as `%`, `'` or `*` are accepted: the
+ * service could create them before, and every substituted value is shell-quoted.
  */
 export function parseAddress(value: unknown): AddressCheck {
-  if (typeof value !== "string") return { ok: false, reason: "address is not a string" };
-  if (value === "") return { ok: false, reason: "address is empty" };
-  if (value.length > 254) return { ok: false, reason: "address is longer than 254 characters" };
-  const special = SPECIAL.exec(value);
-  if (special) {
-    return { ok: false, reason: `address contains a forbidden character ${JSON.stringify(special[0])}` };
-  }
-  const parts = value.split("@");
-  if (parts.length !== 2) return { ok: false, reason: 'address must contain exactly one "@"' };
-  const [localPart, domain] = parts as [string, string];
-  if (localPart === "") return { ok: false, reason: "local part is empty" };
-  if (domain === "") return { ok: false, reason: "domain is empty" };
-  if (localPart.length > 64) return { ok: false, reason: "local part is longer than 64 characters" };
-  if (!LOCAL_PART.test(localPart) || localPart.startsWith("-")) {
-    return { ok: false, reason: "local part is not a plain dot-atom (letters, digits, _ + = -)" };
-  }
-  const labels = domain.split(".");
-  if (labels.some((label) => label.length > 63 || !DOMAIN_LABEL.test(label))) {
-    return { ok: false, reason: "domain is not a valid host name" };
-  }
-  return { ok: true, address: { email: value, localPart, domain, key: value.toLowerCase() } };
+  const check = checkAddress(value, "known");
+  if (!check.ok) return check;
+  const text = value as string;
+  const at = text.indexOf("@");
+  return {
+    ok: true,
+    address: {
+      email: text,
+      localPart: text.slice(0, at),
+      domain: text.slice(at + 1),
+      key: check.address.email,
+    },
+  };
 }
 
 /** Quotes a value as one POSIX shell word: `it's` -> `'it'\''s'`. */

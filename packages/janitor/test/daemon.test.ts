@@ -105,7 +105,7 @@ describe("webhook payloads", () => {
       "",
       "alice",
       "a$(touch pwned)@b",
-      "*@example.org",
+      "a/b@example.org",
       "a b@example.org",
       42,
     ]) {
@@ -362,6 +362,20 @@ describe("user.reset", () => {
     await waitFor("the purge", () => readLines(join(dir, "calls")).length === 1);
     assert.deepEqual(readLines(join(dir, "calls")), ["alice@example.org|example.org|alice"]);
     await waitFor("the write-ahead entry to be removed", () => readLines(j.csv).length === 1);
+  });
+
+  test("an address older versions of the service created (dave%@...) is purged, quoted, not refused", async () => {
+    const dir = await tempDir();
+    const j = await janitor({ PURGER_COMMAND: recordingCommand(dir), PURGER_RETENTION_HOURS: "24" }, dir);
+    for (const email of ["dave%@example.org", "o'brien@example.org"]) {
+      const answer = await postWebhook(j.url, event("user.reset", email));
+      assert.equal(answer.status, 200, answer.body);
+    }
+    await waitFor("the purges", () => readLines(join(dir, "calls")).length === 2);
+    assert.deepEqual(readLines(join(dir, "calls")).sort(), [
+      "dave%@example.org|example.org|dave%",
+      "o'brien@example.org|example.org|o'brien",
+    ]);
   });
 
   test("a failing reset purge leaves the mailbox due now, and the next tick retries it", async () => {

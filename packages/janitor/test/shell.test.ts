@@ -17,7 +17,6 @@ describe("address checks", () => {
       "user+tag@sub.example.org",
       "under_score-dash=eq@example.org",
       "Mixed.Case@Example.ORG",
-      "a@b",
       "jürgen@bücher.example",
       "1234@xn--bcher-kva.example",
     ]) {
@@ -34,6 +33,8 @@ describe("address checks", () => {
     });
   });
 
+  // Symbols such as % * ? ~ ' are accepted (older versions of the service created them) and quoted:
+  // see address-syntax.test.ts and the shared address-cases.json.
   test("rejects anything that could inject, glob or traverse", () => {
     for (const bad of [
       "a$(touch pwned)@b",
@@ -47,8 +48,6 @@ describe("address checks", () => {
       "a{b}@c",
       "a!b@c",
       "a#b@c",
-      "a*@example.org",
-      "a?@example.org",
       "a[1]@example.org",
       "*@*",
       "a b@example.org",
@@ -58,7 +57,6 @@ describe("address checks", () => {
       "a\n@example.org",
       "a\u0000@example.org",
       "a\u202e@example.org",
-      "a'b@example.org",
       'a"b@example.org',
       "a\\b@example.org",
       "a/b@example.org",
@@ -79,8 +77,6 @@ describe("address checks", () => {
       "alice@",
       "alice",
       "",
-      "a%b@example.org",
-      "a~b@example.org",
       "a:b@example.org",
       "a,b@example.org",
       `${"x".repeat(65)}@example.org`,

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Kysely } from "kysely";
 import { Migrator } from "kysely/migration";
+import { parseAddress, parseNewAddress } from "../src/accounts/addresses.ts";
 import { MailCryptLevel, mailCryptFor } from "../src/accounts/mail-crypt.ts";
 import { SettingsService } from "../src/accounts/settings.ts";
 import { openDatabase } from "../src/db/database.ts";
@@ -359,7 +360,7 @@ describe("one owner per account rule", () => {
     test("no account module or job spells either question itself", () => {
       const src = new URL("../src/", import.meta.url);
       const spelled = [];
-      for (const dir of ["accounts", "jobs", "http/routes"]) {
+      for (const dir of ["accounts", "jobs", "http/admin"]) {
         for (const file of readdirSync(new URL(`${dir}/`, src), { recursive: true, encoding: "utf8" })) {
           if (!file.endsWith(".ts") || file === "queries.ts" || file === "lookups.ts") continue;
           const text = readFileSync(new URL(`${dir}/${file}`, src), "utf8");
@@ -401,6 +402,70 @@ describe("one owner per account rule", () => {
       const foreign = await call("POST", "/users", { email: "x@not-here.org", password });
       assert.equal(foreign.status, 422);
       assert.match(foreign.text, /not managed here/);
+    });
+  });
+
+  describe("one address rule with the janitor", () => {
+    const cases: { address: string; new: string | null; known: string | null; why: string }[] = JSON.parse(
+      readFileSync(new URL("../../janitor/test/address-cases.json", import.meta.url), "utf8"),
+    );
+
+    test("the service's copy of the rule is the janitor's, byte for byte, and agrees on every case", () => {
+      assert.equal(
+        readFileSync(new URL("../src/accounts/address-syntax.ts", import.meta.url), "utf8"),
+        readFileSync(new URL("../../janitor/src/address-syntax.ts", import.meta.url), "utf8"),
+      );
+      for (const c of cases) {
+        assert.equal(parseNewAddress(c.address)?.email ?? null, c.new, `new ${JSON.stringify(c.address)}`);
+        assert.equal(parseAddress(c.address)?.email ?? null, c.known, `known ${JSON.stringify(c.address)}`);
+      }
+    });
+
+    test("the admin API creates exactly the new addresses, as users and as alias sources", async () => {
+      await service.services.domains.create("sub.example.org");
+      await service.services.domains.create("xn--bcher-kva.example");
+      for (const [i, c] of cases.entries()) {
+        const user = await call("POST", "/users", { email: c.address, password, mailCrypt: false });
+        assert.equal(user.status, c.new === null ? 422 : 201, `${JSON.stringify(c.address)}: ${user.text}`);
+        if (c.new !== null) assert.equal(user.body.email, c.new);
+        const source = c.address.replace(/^[^@]*/, (local) => `${local}${i}`);
+        const alias = await call("POST", "/aliases", { source, destinations: ["dest@example.net"] });
+        const expected = parseNewAddress(source.trim()) === null ? 422 : 201; // a source is trimmed
+        assert.equal(alias.status, expected, `alias ${JSON.stringify(source)}: ${alias.text}`);
+      }
+    });
+
+    test("dave%@, *@, `id`@ and a Cyrillic look-alike are refused; a lookup never folds the Kelvin sign", async () => {
+      for (const email of [
+        "dave%@example.org",
+        "*@example.org",
+        "`id`@example.org",
+        "pl\u0430in@example.org",
+      ]) {
+        const response = await call("POST", "/users", { email, password, mailCrypt: false });
+        assert.equal(response.status, 422, `${email}: ${response.text}`);
+      }
+      assert.equal((await call("POST", "/users", { email: "kelvin@example.org", password })).status, 201);
+      assert.equal((await call("GET", "/users/kelvin@example.org")).status, 200);
+      assert.equal(
+        (await call("GET", `/users/${encodeURIComponent("\u212aelvin@example.org")}`)).status,
+        404,
+      );
+      assert.equal((await call("POST", "/domains", { name: "b\u00fccher.example" })).status, 422);
+      assert.equal((await call("POST", "/domains", { name: "xn--tst-qla.example" })).status, 201);
+    });
+
+    test("alias destinations may be outside addresses the service would not create, never unsafe ones", async () => {
+      const ok = await call("POST", "/aliases", {
+        source: "fwd@example.org",
+        destinations: ["o'brien@example.net", "j\u00fcrgen@example.net"],
+      });
+      assert.equal(ok.status, 201, ok.text);
+      const bad = await call("POST", "/aliases", {
+        source: "fwd2@example.org",
+        destinations: ["a/b@example.net"],
+      });
+      assert.equal(bad.status, 422);
     });
   });
 });

@@ -1,7 +1,9 @@
+import { checkAddress, checkDomain } from "./address-syntax.ts";
+
 /**
- * Address syntax: one rule for every caller. Addresses are compared lower-cased; anything that
- * cannot be a mailbox address (no '@', control characters, spaces, over-long parts) is refused
- * before it reaches a query.
+ * Address syntax: one rule for every caller, shared with the mailbox janitor (address-syntax.ts).
+ * Creation takes NEW addresses only; every lookup takes KNOWN ones, so a lookup of an address that
+ * could never have been created finds nothing instead of being folded into another one.
  */
 export interface Address {
   email: string;
@@ -9,27 +11,32 @@ export interface Address {
   domain: string;
 }
 
-const maxAddressLength = 254;
-const maxLocalPartLength = 64;
-const forbidden = /[\s\p{Cc}"(),:;<>[\\\]]/u;
-const domainLabel = /^(?!-)[\p{L}\p{N}-]{1,63}(?<!-)$/u;
-
+/** An address to look up (or an external destination): null when it cannot be any stored address. */
 export function parseAddress(raw: string): Address | null {
-  if (typeof raw !== "string" || raw.length > maxAddressLength) return null;
-  const at = raw.lastIndexOf("@");
-  if (at < 1 || raw.indexOf("@") !== at) return null;
-  const localPart = raw.slice(0, at);
-  const domain = parseDomain(raw.slice(at + 1));
-  if (domain === null || localPart.length > maxLocalPartLength || forbidden.test(localPart)) return null;
-  if (localPart.startsWith(".") || localPart.endsWith(".") || localPart.includes("..")) return null;
-  const lowerLocal = localPart.toLowerCase();
-  return { email: `${lowerLocal}@${domain}`, localPart: lowerLocal, domain };
+  const check = checkAddress(raw, "known");
+  return check.ok ? check.address : null;
 }
 
+/** An address to create (user, alias source): null when the service does not create it. */
+export function parseNewAddress(raw: string): Address | null {
+  const check = checkAddress(raw, "new");
+  return check.ok ? check.address : null;
+}
+
+/** Why an address cannot be created, or null when it can. */
+export function newAddressProblem(raw: string): string | null {
+  const check = checkAddress(raw, "new");
+  return check.ok ? null : check.reason;
+}
+
+/** A domain name to look up: null when it cannot be any managed domain. */
 export function parseDomain(raw: string): string | null {
-  if (typeof raw !== "string" || raw.length === 0 || raw.length > 253) return null;
-  const domain = raw.toLowerCase();
-  const labels = domain.split(".");
-  if (labels.length < 2 || !labels.every((label) => domainLabel.test(label))) return null;
-  return domain;
+  const check = checkDomain(raw, "known");
+  return check.ok ? check.domain : null;
+}
+
+/** A domain name to start managing: null when the service does not take it. */
+export function parseNewDomain(raw: string): string | null {
+  const check = checkDomain(raw, "new");
+  return check.ok ? check.domain : null;
 }

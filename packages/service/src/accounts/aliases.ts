@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from "kysely";
 import { type AliasTable, type Database, flag } from "../db/schema.ts";
 import { invalid, notFound } from "../errors.ts";
-import { parseAddress } from "./addresses.ts";
+import { newAddressProblem, parseAddress, parseNewAddress } from "./addresses.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { managedDomain } from "./queries.ts";
 import { checkSmtpQuota, nowSeconds, parseStringList, type SmtpQuota, type UserService } from "./users.ts";
@@ -76,8 +76,9 @@ export class AliasService {
   }
 
   async create(input: CreateAliasInput): Promise<Alias> {
-    const address = typeof input.source === "string" ? parseAddress(input.source.trim()) : null;
-    if (!address) throw invalid("source: not a valid e-mail address");
+    const source = typeof input.source === "string" ? input.source.trim() : "";
+    const address = parseNewAddress(source);
+    if (!address) throw invalid(`source: not a valid e-mail address: ${newAddressProblem(source)}`);
     const owner = input.owner ? await this.#users.getActive(input.owner).catch(() => null) : null;
     if (input.owner && !owner) throw invalid("owner: no active user with this address");
     let destinations = input.destinations === undefined ? [] : checkDestinations(input.destinations);

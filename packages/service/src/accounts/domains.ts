@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
-import { parseDomain } from "./addresses.ts";
+import { parseNewDomain } from "./addresses.ts";
 import type { LifecycleService } from "./lifecycle.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { isActiveUser, managedDomain } from "./queries.ts";
@@ -22,8 +22,11 @@ export class DomainService {
   }
 
   async create(rawName: string): Promise<Domain> {
-    const name = typeof rawName === "string" ? parseDomain(rawName.trim()) : null;
-    if (!name) throw invalid("name: not a valid domain name");
+    const name = typeof rawName === "string" ? parseNewDomain(rawName.trim()) : null;
+    if (!name)
+      throw invalid(
+        "name: not a valid domain name (ASCII letters, digits and -; an international name in its xn-- form)",
+      );
     const now = nowSeconds();
     return this.#db.transaction().execute(async (trx) => {
       if (await managedDomain(trx, name)) throw conflict(`domain ${name} already exists`);

@@ -6,7 +6,7 @@ import { generateTotpSecret } from "../credentials/totp.ts";
 import { type Database, flag, toFlag, type UserTable } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
-import { parseAddress } from "./addresses.ts";
+import { newAddressProblem, parseAddress, parseNewAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
 import { mailCryptFor, mailCryptMaterial } from "./mail-crypt.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
@@ -223,8 +223,8 @@ export class UserService {
    * `user.created` is recorded in the same transaction for every caller (admin API, console, web).
    */
   async create(input: CreateUserInput): Promise<CreatedUser> {
-    const address = parseAddress(input.email);
-    if (!address) throw invalid("email: not a valid e-mail address");
+    const address = parseNewAddress(input.email);
+    if (!address) throw invalid(`email: not a valid e-mail address: ${newAddressProblem(input.email)}`);
     const password = checkNewPassword(input.password);
     const roles = checkRoles(input.roles ?? []);
     const quota = checkQuota(input.quota);
