@@ -98,7 +98,10 @@ describe("responses are written in groups", () => {
   test("only the integration API writes in groups: other answers leave as they are made", async () => {
     const paths = ["/nothing/a", "/nothing/b", "/nothing/c"];
     const result = await inOneTurn(paths);
-    assert.deepEqual(result.events, paths.flatMap((path) => [`read ${path}`, `write ${path}`]));
+    assert.deepEqual(
+      result.events,
+      paths.flatMap((path) => [`read ${path}`, `write ${path}`]),
+    );
     assert.deepEqual(result.statuses, [404, 404, 404]);
   });
 
