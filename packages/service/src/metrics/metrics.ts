@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { isActiveUser } from "../accounts/queries.ts";
 import type { Database } from "../db/schema.ts";
 import { nodeVersion, serviceVersion } from "../version.ts";
 
@@ -28,7 +29,7 @@ export async function accountFigures(
 ): Promise<Record<AccountGauge, number>> {
   const count = async (query: Promise<{ n: number | string | bigint }>) => Number((await query).n);
   const users = db.selectFrom("users").select((eb) => eb.fn.countAll<number>().as("n"));
-  const active = users.where("deleted", "=", 0);
+  const active = users.where(isActiveUser);
   const [total, activeTotal, recovery, mailcrypt, twofactor, weekly, monthly, domains, aliases, keys] =
     await Promise.all([
       count(users.executeTakeFirstOrThrow()),
