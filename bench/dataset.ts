@@ -1,4 +1,4 @@
-import { mailCryptMaterial } from "../packages/service/src/accounts/mail-crypt.ts";
+import { mailCryptMaterial } from "../packages/service/src/accounts/mail-crypt-policy.ts";
 import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
 import { hashPassword } from "../packages/service/src/credentials/passwords.ts";
 import type { DatabaseHandle } from "../packages/service/src/db/database.ts";

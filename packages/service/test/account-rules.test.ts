@@ -6,7 +6,7 @@ import { after, before, describe, test } from "node:test";
 import type { Kysely } from "kysely";
 import { Migrator } from "kysely/migration";
 import { parseAddress, parseNewAddress } from "../src/accounts/addresses.ts";
-import { MailCryptLevel, mailCryptFor } from "../src/accounts/mail-crypt.ts";
+import { MailCryptLevel, mailCryptFor } from "../src/accounts/mail-crypt-policy.ts";
 import { SettingsService } from "../src/accounts/settings.ts";
 import { openDatabase } from "../src/db/database.ts";
 import { migrateToLatest } from "../src/db/migrate.ts";

@@ -14,5 +14,3 @@ export interface AccountEvents {
     user: { email: string; domainId: number },
   ): Promise<void>;
 }
-
-export const noAccountEvents: AccountEvents = { record: async () => {} };

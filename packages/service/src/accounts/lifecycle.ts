@@ -14,7 +14,7 @@ import {
   type MailCryptMaterial,
   mailCryptFor,
   mailCryptMaterial,
-} from "./mail-crypt.ts";
+} from "./mail-crypt-policy.ts";
 import { isActiveUser } from "./queries.ts";
 import { isExemptFromInactivityDeletion } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";

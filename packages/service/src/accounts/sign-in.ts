@@ -7,7 +7,12 @@ import { totpStepFor } from "../credentials/totp.ts";
 import type { Database } from "../db/schema.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
-import { type MailCryptAction, mailCryptFor, mailCryptMaterial, reportsMailCrypt } from "./mail-crypt.ts";
+import {
+  type MailCryptAction,
+  mailCryptFor,
+  mailCryptMaterial,
+  reportsMailCrypt,
+} from "./mail-crypt-policy.ts";
 import { activeUserRow } from "./queries.ts";
 import { effectiveRoles } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";

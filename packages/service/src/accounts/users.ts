@@ -8,7 +8,7 @@ import { conflict, invalid, notFound } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { newAddressProblem, parseAddress, parseNewAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
-import { mailCryptFor, mailCryptMaterial } from "./mail-crypt.ts";
+import { mailCryptFor, mailCryptMaterial } from "./mail-crypt-policy.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { activeUserRow, isActiveUser, isManagedDomainNamed, managedDomain } from "./queries.ts";
 import { isRole, normalizeRoles, parseStoredRoles, type Role } from "./roles.ts";

@@ -105,12 +105,6 @@ export async function readNewPassword(what = "Password"): Promise<string> {
   return confirmedPassword(first, second);
 }
 
-/** The current password: on a terminal asked once without echo, else the next piped line. */
-export async function readCurrentPassword(what = "Current password"): Promise<string> {
-  if (!process.stdin.isTTY) return (await readSecretsFromStdin(1))[0] ?? "";
-  return promptHidden(`${what}: `);
-}
-
 /** Every item of a paged service list (the services cap one page at 500). */
 export async function listAll<T>(
   fetchPage: (page: {

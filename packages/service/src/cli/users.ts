@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { MailCryptLevel } from "../accounts/mail-crypt.ts";
+import { MailCryptLevel } from "../accounts/mail-crypt-policy.ts";
 import type { UserStatus } from "../accounts/users.ts";
 import { invalid } from "../errors.ts";
 import {

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import type { Address } from "../../accounts/addresses.ts";
-import { reportsMailCrypt } from "../../accounts/mail-crypt.ts";
+import { reportsMailCrypt } from "../../accounts/mail-crypt-policy.ts";
 import { isActiveUser } from "../../accounts/queries.ts";
 import { decodeSetting, type SettingsService, storedSetting } from "../../accounts/settings.ts";
 import { parseStringList } from "../../accounts/users.ts";
