@@ -123,12 +123,24 @@ describe("responses are written in groups", () => {
     const paths = Array.from({ length: maxHeldResponses + 2 }, (_, i) => `/api/mta/mailbox/${i}`);
     const [group, rest] = [paths.slice(0, maxHeldResponses), paths.slice(maxHeldResponses)];
     const result = await inOneTurn(paths);
-    assert.deepEqual(inGroups(result.events, [group.length, rest.length]), [
-      ...reads(group),
-      ...writes(group),
-      ...reads(rest),
-      ...writes(rest),
-    ]);
+    if (service.services.database.dialect === "sqlite") {
+      // Each request is answered in the callback that read it: a group fills while the turn goes on.
+      assert.deepEqual(inGroups(result.events, [group.length, rest.length]), [
+        ...reads(group),
+        ...writes(group),
+        ...reads(rest),
+        ...writes(rest),
+      ]);
+    } else {
+      // The token check waits for the database: every request is read first, then the answers
+      // leave in a full group and the rest.
+      const [read, first, second] = [
+        result.events.slice(0, paths.length),
+        result.events.slice(paths.length, paths.length + group.length).sort(),
+        result.events.slice(paths.length + group.length).sort(),
+      ];
+      assert.deepEqual([...read, ...first, ...second], [...reads(paths), ...writes(group), ...writes(rest)]);
+    }
     assert.ok(result.statuses.every((status) => status === 400));
   });
 });
