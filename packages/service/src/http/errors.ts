@@ -89,6 +89,8 @@ const unavailableCodes = new Set([
   "08001",
   "08003",
   "SQLITE_BUSY",
+  // mysql2's per-query time limit (db/database.ts TimedMysqlPool).
+  "PROTOCOL_SEQUENCE_TIMEOUT",
 ]);
 
 /** Connection-level failures of any of the three drivers: the client should retry. */
@@ -98,7 +100,7 @@ function isDatabaseUnavailable(error: unknown): boolean {
   if (typeof code === "string" && unavailableCodes.has(code)) return true;
   return (
     typeof message === "string" &&
-    /(Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|Pool is closed|Can't add new command when connection is in closed state|connection is in closed state|Query read timeout)/i.test(
+    /(Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|Pool is closed|Can't add new command when connection is in closed state|connection is in closed state|Query read timeout|Query inactivity timeout)/i.test(
       message,
     )
   );
