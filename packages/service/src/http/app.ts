@@ -12,6 +12,7 @@ import { errorHandler } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
 import { metricsRoutes } from "./metrics.ts";
+import { openApiDocument } from "./openapi.ts";
 import { wellKnownRoutes } from "./well-known.ts";
 
 export const bodyLimit = 64 * 1024;
@@ -81,6 +82,7 @@ export async function buildApp({
     routesByUrl.set(route.url, methods);
   });
 
+  await openApiDocument(app);
   await app.register(formBody, { bodyLimit });
   await app.register(async (scope) => integrationApi(scope, services));
   await app.register(async (scope) => wellKnownRoutes(scope, services));

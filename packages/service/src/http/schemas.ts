@@ -150,3 +150,24 @@ export function tokenResponses(
 export function security(scope: Scope): { apiToken: Scope[] }[] {
   return [{ apiToken: [scope] }];
 }
+
+/** The OpenAPI document's tags, one per endpoint group: every route's schema names one (`tags: ["mta"]`). */
+export const apiTags = [
+  "mailbox-server",
+  "mta",
+  "webmail",
+  "identity",
+  "retention",
+  "admin: domains",
+  "admin: users",
+  "admin: aliases",
+  "admin: settings",
+  "admin: tokens",
+  "admin: webhooks",
+  "admin: openpgp-keys",
+  "well-known",
+  "health",
+  "metrics",
+  "openapi",
+] as const;
+export type ApiTag = (typeof apiTags)[number];
