@@ -1,24 +1,130 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
 import type { DomainService } from "../../accounts/domains.ts";
 import type { LifecycleService } from "../../accounts/lifecycle.ts";
 import { readPage } from "../../accounts/paging.ts";
-import { body, created, type Params, type Query } from "./input.ts";
+import { adminErrors, adminRoute, created, Listing, NoContent, noContent, PageQuery } from "./input.ts";
+
+const tag = "admin: domains";
+
+const domainExample = { id: 1, name: "example.org", createdAt: 1795443121, updatedAt: 1795443121 };
+
+/** A domain as `DomainService` gives it, keys in that order. */
+const DomainView = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String({ description: "Lower-case ASCII host name (xn-- form for international names)" }),
+    createdAt: Type.Integer({ description: "Unix seconds" }),
+    updatedAt: Type.Integer({ description: "Unix seconds" }),
+  },
+  { description: "A managed domain", examples: [domainExample] },
+);
+
+const DomainWithContents = Type.Object(
+  {
+    ...DomainView.properties,
+    activeUsers: Type.Integer({ description: "Active users in the domain" }),
+    activeAliases: Type.Integer({ description: "Active aliases in the domain" }),
+  },
+  {
+    description: "The domain and what it still holds",
+    examples: [{ ...domainExample, activeUsers: 2, activeAliases: 1 }],
+  },
+);
+
+const NameParams = Type.Object({
+  name: Type.String({ description: "Domain name", examples: ["example.org"] }),
+});
+
+const CreateDomainBody = Type.Object(
+  { name: Type.String({ description: "Domain name; ASCII, an international one in its xn-- form" }) },
+  { examples: [{ name: "example.net" }] },
+);
+
+const invalidName =
+  "name: not a valid domain name (ASCII letters, digits and -; an international name in its xn-- form)";
 
 export async function domainRoutes(
-  app: FastifyInstance,
+  scope: FastifyInstance,
   { domains, lifecycle }: { domains: DomainService; lifecycle: LifecycleService },
 ) {
-  app.get("/api/admin/domains", async (request) => domains.list(readPage(request.query as Query)));
-  app.post("/api/admin/domains", async (request, reply) =>
-    created(reply, await domains.create(body(request.body).name as string)),
+  const app = scope.withTypeProvider<TypeBoxTypeProvider>();
+  app.get(
+    "/api/admin/domains",
+    {
+      schema: {
+        ...adminRoute(tag, "List the managed domains"),
+        querystring: Type.Object(PageQuery),
+        response: {
+          200: Listing(DomainView, domainExample),
+          ...adminErrors({ 422: ["limit: at most 500", "offset: must be a whole number"] }),
+        },
+      },
+    },
+    async (request) => domains.list(readPage(request.query)),
   );
-  app.get("/api/admin/domains/:name", async (request) => {
-    const domain = await domains.get((request.params as Params).name ?? "");
-    return { ...domain, ...(await domains.contents(domain.id)) };
-  });
-  app.delete("/api/admin/domains/:name", async (request, reply) => {
-    const force = (request.query as Query).force === "true";
-    await domains.delete((request.params as Params).name ?? "", lifecycle, force);
-    return reply.code(204).send();
-  });
+  app.post(
+    "/api/admin/domains",
+    {
+      schema: {
+        ...adminRoute(tag, "Add a domain"),
+        body: CreateDomainBody,
+        response: {
+          201: DomainView,
+          ...adminErrors(
+            { 409: ["domain example.net already exists"], 422: [invalidName, "name: is required"] },
+            { body: true },
+          ),
+        },
+      },
+    },
+    async (request, reply) => created(reply, await domains.create(request.body.name)),
+  );
+  app.get(
+    "/api/admin/domains/:name",
+    {
+      schema: {
+        ...adminRoute(tag, "A domain and the counts of its active users and aliases"),
+        params: NameParams,
+        response: { 200: DomainWithContents, ...adminErrors({ 404: ["domain not found"] }) },
+      },
+    },
+    async (request) => {
+      const domain = await domains.get(request.params.name);
+      return { ...domain, ...(await domains.contents(domain.id)) };
+    },
+  );
+  app.delete(
+    "/api/admin/domains/:name",
+    {
+      schema: {
+        ...adminRoute(
+          tag,
+          "Delete a domain",
+          "409 while the domain has active users or aliases, unless `force=true`: then every active user is deleted through the normal deletion (with `user.deleted` webhooks), every active alias is deleted, webhook endpoints filtered to this domain alone are disabled, and the domain is removed, in one transaction.",
+        ),
+        params: NameParams,
+        querystring: Type.Object({
+          force: Type.Optional(Type.String({ description: "`true` deletes what the domain still holds" })),
+        }),
+        response: {
+          204: NoContent,
+          ...adminErrors(
+            {
+              404: ["domain not found"],
+              409: [
+                "domain example.net still has 2 active users and 1 active aliases; delete them first or use force",
+              ],
+            },
+            { body: true },
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      await domains.delete(request.params.name, lifecycle, request.query.force === "true");
+      return noContent(reply);
+    },
+  );
 }
