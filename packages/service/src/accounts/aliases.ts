@@ -4,7 +4,14 @@ import { invalid, notFound } from "../errors.ts";
 import { newAddressProblem, parseAddress, parseNewAddress } from "./addresses.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { managedDomain } from "./queries.ts";
-import { checkSmtpQuota, nowSeconds, parseStringList, type SmtpQuota, type UserService } from "./users.ts";
+import {
+  checkSmtpQuota,
+  nowSeconds,
+  parseStringList,
+  type SmtpQuota,
+  type SmtpQuotaInput,
+  type UserService,
+} from "./users.ts";
 
 export interface Alias {
   id: number;
@@ -48,7 +55,14 @@ export interface CreateAliasInput {
   source: string;
   destinations?: string[];
   owner?: string | null;
-  smtpQuota?: { per_hour?: number | null; per_day?: number | null } | null;
+  smtpQuota?: SmtpQuotaInput | null;
+}
+
+/** What an admin may change on an alias; `owner: null` removes the owner. */
+export interface AliasPatch {
+  destinations?: string[];
+  owner?: string | null;
+  smtpQuota?: SmtpQuotaInput | null;
 }
 
 const maxDestinations = 100;
@@ -148,10 +162,7 @@ export class AliasService {
   }
 
   /** Changes destinations, owner or SMTP quota of an active alias. */
-  async update(
-    rawSource: string,
-    patch: { destinations?: unknown; owner?: unknown; smtpQuota?: unknown },
-  ): Promise<AliasView> {
+  async update(rawSource: string, patch: AliasPatch): Promise<AliasView> {
     const current = await this.get(rawSource);
     if (current.deleted) throw notFound("alias not found");
     const changes: Partial<{

@@ -140,7 +140,7 @@ export class LifecycleService {
   }
 
   /** New password; new keys and recovery token where MailCrypt applies, none otherwise; 2FA off. */
-  async reset(rawEmail: string, rawPassword: unknown): Promise<NewCredentials> {
+  async reset(rawEmail: string, rawPassword: string): Promise<NewCredentials> {
     const password = checkNewPassword(rawPassword);
     const user = await this.#active(rawEmail);
     const { hash, material } = await this.#newCredentials(user, password, "reset");
@@ -162,7 +162,7 @@ export class LifecycleService {
    * return. A restore counts as activity: last login becomes today (as a sign-in records it), so the
    * inactive-user job does not delete the account again before its owner had a chance to sign in.
    */
-  async restore(rawEmail: string, rawPassword: unknown): Promise<NewCredentials> {
+  async restore(rawEmail: string, rawPassword: string): Promise<NewCredentials> {
     const password = checkNewPassword(rawPassword);
     const address = parseAddress(String(rawEmail));
     const user = address ? await this.#users.findByEmail(address.email) : null;

@@ -202,8 +202,13 @@ export class SettingsService {
     return decode(name, row?.value) as Settings[K];
   }
 
-  /** Validates every value first; writes all of them in one transaction or none. */
-  async update(values: Record<string, unknown>): Promise<Settings> {
+  /**
+   * Validates every value first; writes all of them in one transaction or none. Values are
+   * checked here, whatever their type: the console passes each as the text typed.
+   */
+  async update(
+    values: Readonly<Record<string, string | number | boolean | null | undefined>>,
+  ): Promise<Settings> {
     const normalized = Object.entries(values).map(
       ([name, value]) => [name, normalizeSetting(name, value)] as const,
     );

@@ -107,9 +107,22 @@ export function checkQuota(quota: unknown): number | null {
   return quota;
 }
 
+/** A yes/no field: only true or false, never a value that merely looks like one ("false", [false]). */
+export function checkFlag(name: string, value: unknown): boolean {
+  if (typeof value !== "boolean") throw invalid(`${name}: must be true or false`);
+  return value;
+}
+
+/** SMTP limits as the admin API and the console give them; a null or missing value means the setting. */
+export interface SmtpQuotaInput {
+  per_hour?: number | null;
+  per_day?: number | null;
+}
+
 export function checkSmtpQuota(value: unknown): SmtpQuota {
   if (value === null || value === undefined) return { perHour: null, perDay: null };
-  if (typeof value !== "object") throw invalid("smtpQuota: must be an object with per_hour and per_day");
+  if (typeof value !== "object" || Array.isArray(value))
+    throw invalid("smtpQuota: must be an object with per_hour and per_day");
   const record = value as Record<string, unknown>;
   const read = (key: string): number | null => {
     const v = record[key];
@@ -129,7 +142,7 @@ export interface CreateUserInput {
   mailCrypt?: boolean;
   quota?: number | null;
   passwordChangeRequired?: boolean;
-  smtpQuota?: { per_hour?: number | null; per_day?: number | null } | null;
+  smtpQuota?: SmtpQuotaInput | null;
 }
 
 /** A user as the admin API shows it: never a hash, key or secret. */
@@ -167,13 +180,20 @@ export const toUserView = (user: User): UserView => ({
   deleted: user.deleted,
 });
 
+/** What an admin may change on a user; each value is still checked here (the console calls this too). */
 export interface UserPatch {
-  roles?: unknown;
-  quota?: unknown;
-  passwordChangeRequired?: unknown;
-  smtpQuota?: unknown;
-  mailCrypt?: unknown;
-  lastLoginTime?: unknown;
+  roles?: string[];
+  quota?: number | null;
+  passwordChangeRequired?: boolean;
+  smtpQuota?: SmtpQuotaInput | null;
+  mailCrypt?: boolean;
+  lastLoginTime?: number | null;
+}
+
+/** TOTP as an admin switches it on: what is not given is generated. */
+export interface TotpInput {
+  secret?: string | null;
+  backupCodes?: string[] | null;
 }
 
 export type UserStatus = "active" | "deleted" | "all";
@@ -229,9 +249,11 @@ export class UserService {
     const roles = checkRoles(input.roles ?? []);
     const quota = checkQuota(input.quota);
     const smtpQuota = checkSmtpQuota(input.smtpQuota);
-    if (input.mailCrypt !== undefined && typeof input.mailCrypt !== "boolean") {
-      throw invalid("mailCrypt: must be true or false");
-    }
+    if (input.mailCrypt !== undefined) checkFlag("mailCrypt", input.mailCrypt);
+    const passwordChangeRequired =
+      input.passwordChangeRequired === undefined
+        ? false
+        : checkFlag("passwordChangeRequired", input.passwordChangeRequired);
     const domain = await managedDomain(this.#db, address.domain);
     if (!domain) throw invalid(`email: domain ${address.domain} is not managed here`);
     await this.assertAddressAvailable(address.email);
@@ -253,7 +275,7 @@ export class UserService {
           domain_id: domain.id,
           password: passwordHash,
           roles: JSON.stringify(roles),
-          password_change_required: toFlag(input.passwordChangeRequired ?? false),
+          password_change_required: toFlag(passwordChangeRequired),
           quota,
           smtp_quota_per_hour: smtpQuota.perHour,
           smtp_quota_per_day: smtpQuota.perDay,
@@ -308,9 +330,9 @@ export class UserService {
     if (patch.roles !== undefined) changes.roles = JSON.stringify(checkRoles(patch.roles));
     if (patch.quota !== undefined) changes.quota = checkQuota(patch.quota);
     if (patch.passwordChangeRequired !== undefined) {
-      if (typeof patch.passwordChangeRequired !== "boolean")
-        throw invalid("passwordChangeRequired: must be true or false");
-      changes.password_change_required = toFlag(patch.passwordChangeRequired);
+      changes.password_change_required = toFlag(
+        checkFlag("passwordChangeRequired", patch.passwordChangeRequired),
+      );
     }
     if (patch.smtpQuota !== undefined) {
       const quota = checkSmtpQuota(patch.smtpQuota);
@@ -318,8 +340,7 @@ export class UserService {
       changes.smtp_quota_per_day = quota.perDay;
     }
     if (patch.mailCrypt !== undefined) {
-      if (typeof patch.mailCrypt !== "boolean") throw invalid("mailCrypt: must be true or false");
-      if (patch.mailCrypt && (!user.mailCryptPublicKey || !user.mailCryptSecretBox)) {
+      if (checkFlag("mailCrypt", patch.mailCrypt) && (!user.mailCryptPublicKey || !user.mailCryptSecretBox)) {
         throw invalid("mailCrypt: the user has no MailCrypt keys; reset the user to create them");
       }
       changes.mail_crypt = toFlag(patch.mailCrypt);
@@ -350,10 +371,7 @@ export class UserService {
   }
 
   /** Switches TOTP on with the given secret and backup codes, generating what is not given. */
-  async enableTotp(
-    rawEmail: string,
-    input: { secret?: unknown; backupCodes?: unknown },
-  ): Promise<{ secret: string; backupCodes: string[] }> {
+  async enableTotp(rawEmail: string, input: TotpInput): Promise<{ secret: string; backupCodes: string[] }> {
     const user = await this.getActive(rawEmail);
     let secret: string;
     if (input.secret === undefined || input.secret === null) secret = generateTotpSecret();
@@ -370,7 +388,7 @@ export class UserService {
       input.backupCodes.length <= 20 &&
       input.backupCodes.every((c) => typeof c === "string" && /^\d{6}$/.test(c))
     ) {
-      codes = [...new Set(input.backupCodes as string[])];
+      codes = [...new Set(input.backupCodes)];
     } else throw invalid("backupCodes: must be a list of up to 20 six-digit codes");
     const hashed = await Promise.all(codes.map((code) => hashBackupCode(code)));
     await this.#db

@@ -32,12 +32,13 @@ export interface WebhookDelivery {
   body: string;
 }
 
+/** An endpoint as the admin API and the console describe it; each value is still checked here. */
 export interface WebhookInput {
-  url?: unknown;
-  events?: unknown;
-  secret?: unknown;
-  domains?: unknown;
-  enabled?: unknown;
+  url?: string;
+  events?: string[];
+  secret?: string | null;
+  domains?: string[] | null;
+  enabled?: boolean;
 }
 
 const checkUrl = (value: unknown): string => {
