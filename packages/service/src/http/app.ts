@@ -8,7 +8,7 @@ import Fastify, {
 import { type Logger, RequestLogger } from "../logger.ts";
 import type { Services } from "../services.ts";
 import { adminApi } from "./admin/plugin.ts";
-import { errorHandler } from "./errors.ts";
+import { clientErrorHandler, errorHandler, frameworkErrorHandler } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
 import { metricsRoutes } from "./metrics.ts";
@@ -16,6 +16,8 @@ import { openApiDocument } from "./openapi.ts";
 import { wellKnownRoutes } from "./well-known.ts";
 
 export const bodyLimit = 64 * 1024;
+/** Node's default `maxHeaderSize`, which the request line counts against. */
+const maxUrlBytes = 16 * 1024;
 const answeredMethods: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 export interface AppOptions {
@@ -32,7 +34,12 @@ export async function buildApp({
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit,
-    routerOptions: { maxParamLength: 1024 },
+    // No path parameter is cut short by the router (its 414 would echo the URL): a whole request
+    // line fits in Node's 16 KiB header limit, and each route's own check answers a too long
+    // address 400 "invalid e-mail address" (or domain name) like any other bad one.
+    routerOptions: { maxParamLength: maxUrlBytes },
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     // Per-request lines are written by our own onResponse hook (debug), without bodies or headers.
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (parent, bindings, options) =>

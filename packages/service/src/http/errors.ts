@@ -1,3 +1,5 @@
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ServiceError } from "../errors.ts";
 
@@ -54,10 +56,44 @@ export function errorHandler(error: FastifyError | Error, request: FastifyReques
   }
   const status = fastifyError.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
-    return reply.code(status).send({ message: error.message });
+    // Another framework error: its message may echo the URL or name internals.
+    return reply.code(status).send({ message: STATUS_CODES[status] ?? "Bad request" });
   }
   request.log.error({ err: error }, "request failed");
   return reply.code(500).send({ message: "internal error" });
+}
+
+/**
+ * Fastify's `frameworkErrors`: a path that is not percent-encoded UTF-8 (`%zz`, `%FF`, an encoded
+ * surrogate) or a path parameter past the router's limit. Answered before any route or token check,
+ * like every error with `{"message": ...}` only: Fastify's own body names its error code and echoes the URL.
+ */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+  if (error.code === "FST_ERR_MAX_PARAM_LENGTH") return reply.code(414).send({ message: "URI too long" });
+  if (error.code === "FST_ERR_BAD_URL") return reply.code(400).send({ message: "invalid URL encoding" });
+  return reply.code(500).send({ message: "internal error" });
+}
+
+/**
+ * Node's `clientError`: a request Node could not parse (a bad header, a request line or headers past
+ * `maxHeaderSize`, a client too slow). The same `{"message": ...}` as every other error, then the
+ * connection closes (Fastify's default answers with its own error shape).
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket) {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, message] =
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "request timeout"]
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "request line or headers too large"]
+        : [400, "malformed request"];
+  const body = JSON.stringify({ message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 /** 65536 -> "64 KiB", 2097152 -> "2 MiB". */

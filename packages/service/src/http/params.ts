@@ -1,4 +1,5 @@
 import { type Address, parseAddress, parseDomain } from "../accounts/addresses.ts";
+import { readWholeNumber } from "../accounts/paging.ts";
 import { badRequest } from "../errors.ts";
 
 /** Path and body addresses are checked at the edge: garbage gets a 400, never reaches a query. */
@@ -14,12 +15,10 @@ export function requireDomain(raw: unknown): string {
   return domain;
 }
 
-/** An optional whole-number query parameter. */
+/**
+ * An optional whole-number query parameter of the integration API: not a whole number is 400,
+ * a negative one means the default, a larger one than `max` means `max` (userli's paging).
+ */
 export function queryInteger(raw: unknown, name: string, fallback: number, max: number): number {
-  if (raw === undefined || raw === "") return fallback;
-  if (typeof raw !== "string" || !/^-?\d{1,10}$/.test(raw))
-    throw badRequest(`${name}: must be a whole number`);
-  const value = Number(raw);
-  if (value < 0) return fallback;
-  return Math.min(value, max);
+  return readWholeNumber(raw, name, { fallback, max, outOfRange: "lenient", refuse: badRequest });
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { type IdentityService, identityUser } from "../../../accounts/identity.ts";
+import { readSearch } from "../../../accounts/paging.ts";
 import type { SignInService } from "../../../accounts/sign-in.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
 import { queryInteger, requireDomain } from "../../params.ts";
@@ -23,7 +24,7 @@ export async function identityRoutes(
     const { domain } = request.params as { domain: string };
     const query = request.query as Record<string, unknown>;
     const domainId = await identity.domainId(requireDomain(domain));
-    const search = typeof query.search === "string" ? query.search.trim().slice(0, 254) : "";
+    const search = readSearch(query.search);
     const max = queryInteger(query.max, "max", 10, 500);
     const first = queryInteger(query.first, "first", 0, Number.MAX_SAFE_INTEGER);
     return identity.search(domainId, search, max, first);

@@ -1,0 +1,231 @@
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { password } from "./helpers/fixtures.ts";
+import { startService, type TestResponse, type TestService } from "./helpers/service.ts";
+
+/** Every error, whoever makes it, is `{"message": ...}`: no codes, no echoed URL, no internals. */
+function assertPlainError(res: TestResponse | RawResponse, status: number, message?: string) {
+  const text = "text" in res ? res.text : res.body;
+  assert.equal(res.status, status, text);
+  const body = JSON.parse(text);
+  assert.deepEqual(Object.keys(body), ["message"], text);
+  if (message !== undefined) assert.equal(body.message, message);
+  assert.doesNotMatch(text, /FST_|statusCode|\/api\//, text);
+}
+
+interface RawResponse {
+  status: number;
+  body: string;
+}
+
+/** A request written byte for byte on a socket: what fetch refuses to send. */
+function rawRequest(url: string, request: string): Promise<RawResponse> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    socket.setTimeout(5000, () => socket.destroy());
+    let data = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk) => {
+      data += chunk;
+    });
+    socket.on("error", () => {});
+    socket.on("close", () => {
+      const match = /^HTTP\/1\.1 (\d{3})[\s\S]*?\r\n\r\n([\s\S]*)$/.exec(data);
+      if (!match) reject(new Error(`no HTTP answer: ${JSON.stringify(data.slice(0, 200))}`));
+      else resolve({ status: Number(match[1]), body: match[2] ?? "" });
+    });
+  });
+}
+
+describe("hostile input", () => {
+  let service: TestService;
+  let tokens: Record<"mailboxServer" | "mta" | "identity" | "admin", string>;
+
+  before(async () => {
+    service = await startService();
+    const [mailboxServer, mta, identity, admin] = await Promise.all([
+      service.token("mailbox-server"),
+      service.token("mta"),
+      service.token("identity"),
+      service.token("admin"),
+    ]);
+    tokens = { mailboxServer, mta, identity, admin } as typeof tokens;
+    const { domains, users, aliases } = service.services;
+    await domains.create("example.org");
+    for (const local of ["alice", "bob", "carol"]) {
+      await users.create({ email: `${local}@example.org`, password, mailCrypt: false });
+    }
+    await aliases.create({ source: "team@example.org", owner: "alice@example.org" });
+  });
+  after(() => service.close());
+
+  describe("Fastify's own errors are plain {message}", () => {
+    for (const path of [
+      "/api/mailbox-server/%zz@example.org",
+      "/api/mailbox-server/%FF@example.org",
+      "/api/mailbox-server/%ED%A0%80@example.org",
+      "/api/mta/mailbox/%C0%AF@example.org",
+      "/api/identity/exa%zzmple.org/count",
+    ]) {
+      test(`a path that is not percent-encoded UTF-8: ${path}`, async () => {
+        const res = await service.request("GET", path, { token: tokens.mailboxServer });
+        assertPlainError(res, 400, "invalid URL encoding");
+      });
+    }
+
+    test("malformed JSON, unsupported type, too large body", async () => {
+      const badJson = await service.request("POST", "/api/mta/auth", {
+        token: tokens.mta,
+        headers: { "content-type": "application/json" },
+        body: '{"email":',
+      });
+      assertPlainError(badJson, 400, 'Request payload contains invalid "json" data.');
+      const unsupported = await service.request("POST", "/api/mta/auth", {
+        token: tokens.mta,
+        headers: { "content-type": "text/xml" },
+        body: "<a/>",
+      });
+      assertPlainError(unsupported, 415, "Unsupported format.");
+      const tooLarge = await service.request("POST", "/api/mta/auth", {
+        token: tokens.mta,
+        json: { email: "alice@example.org", password: "x".repeat(70_000) },
+      });
+      assertPlainError(tooLarge, 413, "Request body too large (limit 64 KiB).");
+    });
+
+    test("a request line past Node's header limit: 431 with a plain body", async () => {
+      const long = `/api/mta/mailbox/${"a".repeat(20_000)}@example.org`;
+      const res = await rawRequest(
+        service.url,
+        `GET ${long} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tokens.mta}\r\n\r\n`,
+      );
+      assertPlainError({ status: res.status, body: res.body }, 431);
+    });
+
+    test("a header Node cannot parse: 400 with a plain body", async () => {
+      const res = await rawRequest(service.url, "GET /health HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n");
+      assertPlainError(res, 400);
+    });
+  });
+
+  describe("a too long path parameter is a bad address, not a 414", () => {
+    const long = "a".repeat(1100);
+    for (const [path, token, message] of [
+      [`/api/mailbox-server/${long}@example.org`, "mailboxServer", "invalid e-mail address"],
+      [`/api/mta/mailbox/${long}@example.org`, "mta", "invalid e-mail address"],
+      [`/api/mta/alias/${long}@example.org`, "mta", "invalid e-mail address"],
+      [`/api/mta/domain/${long}.org`, "mta", "invalid domain name"],
+      [`/api/identity/${long}.org`, "identity", "invalid domain name"],
+      [`/api/identity/${long}.org/count`, "identity", "invalid domain name"],
+    ] as const) {
+      test(`${path.slice(0, 30)}… (${path.length} characters)`, async () => {
+        const res = await service.request("GET", path, { token: tokens[token] });
+        assertPlainError(res, 400, message);
+      });
+    }
+  });
+
+  describe("a NUL in search is matched literally: it matches nothing", () => {
+    test("identity search", async () => {
+      const all = await service.request("GET", "/api/identity/example.org", { token: tokens.identity });
+      assert.equal(all.body.length, 3);
+      for (const search of ["%00", "a%00", "%00a", "alice%00"]) {
+        const res = await service.request("GET", `/api/identity/example.org?search=${search}`, {
+          token: tokens.identity,
+        });
+        assert.equal(res.status, 200, res.text);
+        assert.deepEqual(res.body, [], search);
+      }
+    });
+
+    for (const list of ["users", "domains", "aliases"]) {
+      test(`admin list /${list}`, async () => {
+        const all = await service.request("GET", `/api/admin/${list}`, { token: tokens.admin });
+        assert.ok(all.body.total > 0);
+        const res = await service.request("GET", `/api/admin/${list}?search=%00`, { token: tokens.admin });
+        assert.equal(res.status, 200, res.text);
+        assert.deepEqual(res.body, { items: [], total: 0 });
+      });
+    }
+  });
+
+  describe("query integers: any whole number, capped as documented", () => {
+    test("identity max and first of 11 digits and more are capped", async () => {
+      for (const [query, expected] of [
+        ["max=99999999999", 3],
+        ["max=999999999999999999999999", 3],
+        ["max=1&first=99999999999", 0],
+        ["first=999999999999999999999999", 0],
+        ["max=-3", 3],
+        ["max=2&first=-1", 2],
+      ] as const) {
+        const res = await service.request("GET", `/api/identity/example.org?${query}`, {
+          token: tokens.identity,
+        });
+        assert.equal(res.status, 200, `${query}: ${res.text}`);
+        assert.equal(res.body.length, expected, query);
+      }
+    });
+
+    test("what is not a whole number stays 400 on the integration API", async () => {
+      for (const query of ["max=abc", "max=1e3", "max=0x10", "first=1.5", "max=%2B5", "max=1&max=2"]) {
+        const res = await service.request("GET", `/api/identity/example.org?${query}`, {
+          token: tokens.identity,
+        });
+        assertPlainError(res, 400);
+        assert.match(res.body.message, /^(max|first): must be a whole number$/, query);
+      }
+    });
+
+    test("the admin lists read the same way and answer 422, as their other fields do", async () => {
+      const big = await service.request("GET", "/api/admin/users?limit=99999999999", { token: tokens.admin });
+      assertPlainError(big, 422, "limit: at most 500");
+      const notNumber = await service.request("GET", "/api/admin/users?limit=ten", { token: tokens.admin });
+      assertPlainError(notNumber, 422, "limit: must be a whole number");
+      const page = await service.request("GET", "/api/admin/users?limit=2&offset=1", { token: tokens.admin });
+      assert.equal(page.body.items.length, 2);
+    });
+  });
+
+  describe("addresses (issue 17, regression cases)", () => {
+    for (const email of [
+      "*@example.org",
+      "`id`@example.org",
+      "pl\u0430in@example.org",
+      "\u212Aate@example.org",
+    ]) {
+      test(`the admin API does not create ${JSON.stringify(email)}`, async () => {
+        const res = await service.request("POST", "/api/admin/users", {
+          token: tokens.admin,
+          json: { email, password },
+        });
+        assertPlainError(res, 422);
+        const users = await service.services.users.list(
+          { search: "", limit: 500, offset: 0 },
+          { status: "all" },
+        );
+        assert.ok(!users.items.some((user) => user.email === email || user.email === "kate@example.org"));
+      });
+    }
+
+    test("the Kelvin sign in a path is not folded to k", async () => {
+      await service.services.users.create({ email: "kate@example.org", password, mailCrypt: false });
+      const plain = await service.request("GET", "/api/mailbox-server/kate@example.org", {
+        token: tokens.mailboxServer,
+      });
+      assert.equal(plain.status, 200);
+      for (const path of [
+        "/api/mailbox-server/%E2%84%AAate@example.org",
+        "/api/mta/mailbox/%E2%84%AAate@example.org",
+      ]) {
+        const res = await service.request("GET", path, {
+          token: path.includes("mta") ? tokens.mta : tokens.mailboxServer,
+        });
+        assert.notEqual(res.status, 200, path);
+        assert.doesNotMatch(res.text, /kate/);
+      }
+    });
+  });
+});
