@@ -12,6 +12,7 @@ import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
 import { openDatabase } from "../packages/service/src/db/database.ts";
 import { migrateToLatest } from "../packages/service/src/db/migrate.ts";
 import { buildApp } from "../packages/service/src/http/app.ts";
+import { messages } from "../packages/service/src/http/schemas.ts";
 import { createLogger } from "../packages/service/src/logger.ts";
 import { createServices } from "../packages/service/src/services.ts";
 
@@ -65,6 +66,16 @@ export function renderReference(document: Json): string {
     "Generated from the OpenAPI document (`GET /api/openapi.json`, no token). Each operation with the",
     "token scope it needs, its parameters and body, and every status it answers with an example body.",
     "The automatic 405 of a known path with another method is not listed per operation.",
+    "",
+    "### Common answers",
+    "",
+    "Answers many operations give with the same body, listed here once; each operation names those it gives.",
+    "",
+    "| Status | Meaning | Body |",
+    "|---|---|---|",
+    ...commonAnswers.map(({ status, meaning, bodies }) =>
+      row([status, meaning, bodies.map((body) => code(JSON.stringify(body))).join("<br>")]),
+    ),
     "",
   ];
   const operations = new Map<string, { method: string; path: string; operation: Json }[]>();
@@ -133,16 +144,74 @@ function renderOperation(document: Json, method: string, path: string, operation
       lines.push("");
     }
   }
+  const common: string[] = [];
   lines.push("| Status | Meaning | Content type | Example |", "|---|---|---|---|");
   for (const [status, response] of Object.entries<Json>(operation.responses ?? {})) {
     const content = Object.entries<Json>(response.content ?? {});
+    if (isCommon(status, content)) {
+      common.push(status);
+      continue;
+    }
     if (content.length === 0) lines.push(row([status, response.description ?? "", "", "(no body)"]));
     for (const [type, media] of content) {
       lines.push(row([status, response.description ?? "", code(type), examplesOf(media)]));
     }
   }
+  if (common.length > 0) lines.push("", `Also the [common answers](#common-answers) ${common.join(", ")}.`);
   lines.push("");
   return lines;
+}
+
+/** The answers of the token guard, the body parser and the error handler, the same on every route. */
+const commonAnswers: { status: string; meaning: string; bodies: Json[]; prefix?: boolean }[] = [
+  {
+    status: "400",
+    meaning: "The body is not valid JSON or form data",
+    bodies: [{ message: messages.invalidJson }, { message: messages.invalidForm }],
+  },
+  {
+    status: "401",
+    meaning: "No API token, or an unknown one",
+    bodies: [
+      { message: "No API token provided", error: "No API token provided" },
+      { message: "Invalid API token", error: "Invalid API token" },
+    ],
+  },
+  {
+    status: "403",
+    meaning: "The token lacks the operation's scope",
+    bodies: [{ message: "Token does not have required scope: <scope>" }],
+    prefix: true,
+  },
+  { status: "413", meaning: "The body is over the limit", bodies: [{ message: messages.bodyTooLarge }] },
+  {
+    status: "415",
+    meaning: "A Content-Type the operation does not read",
+    bodies: [{ message: messages.unsupportedFormat }],
+  },
+  { status: "500", meaning: "An unexpected failure (logged)", bodies: [{ message: messages.internal }] },
+  {
+    status: "503",
+    meaning: "The database does not answer; try again",
+    bodies: [{ message: messages.unavailable }],
+  },
+];
+
+/** A response whose only body is one of the common answers (the 403 with the operation's own scope). */
+function isCommon(status: string, content: [string, Json][]): boolean {
+  const answer = commonAnswers.find((candidate) => candidate.status === status);
+  if (!answer || content.length !== 1) return false;
+  const [type, media] = content[0] as [string, Json];
+  if (type !== "application/json") return false;
+  const examples = examplesList(media).map((example) => JSON.stringify(example));
+  const bodies = answer.bodies.map((body) => JSON.stringify(body));
+  if (answer.prefix) {
+    return (
+      examples.length === 1 &&
+      /^\{"message":"Token does not have required scope: [a-z-]+"\}$/.test(examples[0] ?? "")
+    );
+  }
+  return examples.length === bodies.length && examples.every((example, index) => example === bodies[index]);
 }
 
 function security(document: Json, operation: Json): string {
@@ -161,10 +230,7 @@ function security(document: Json, operation: Json): string {
 
 /** The examples of a response, each as inline code; long ones are cut (the document has them whole). */
 function examplesOf(media: Json): string {
-  const examples: Json[] = [];
-  if (media.example !== undefined) examples.push(media.example);
-  for (const example of Object.values<Json>(media.examples ?? {})) examples.push(example.value);
-  if (Array.isArray(media.schema?.examples)) examples.push(...media.schema.examples);
+  const examples = examplesList(media);
   if (examples.length === 0) return "";
   return examples
     .map((example) => {
@@ -173,6 +239,14 @@ function examplesOf(media: Json): string {
       return code(text.length > 200 ? `${text.slice(0, 200)}…` : text);
     })
     .join("<br>");
+}
+
+function examplesList(media: Json): Json[] {
+  const examples: Json[] = [];
+  if (media.example !== undefined) examples.push(media.example);
+  for (const example of Object.values<Json>(media.examples ?? {})) examples.push(example.value);
+  if (Array.isArray(media.schema?.examples)) examples.push(...media.schema.examples);
+  return examples;
 }
 
 /** A short type: `string`, `integer`, `array of string`, `"a" \| "b"`, `object`, `string or null`. */
