@@ -14,6 +14,8 @@ export interface Config {
   jobsEnabled: boolean;
   /** Seconds between webhook attempts after each failure; then the delivery is marked failed. */
   webhookRetryDelays: number[];
+  /** The integration API also under userli's path prefixes (/api/dovecot, /api/postfix, ...). */
+  userliCompat: boolean;
 }
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -40,6 +42,7 @@ export const configVariables = [
   "CRYPTO_POOL_SIZE",
   "JOBS_ENABLED",
   "WEBHOOK_RETRY_DELAYS",
+  "USERLI_COMPAT",
 ] as const;
 
 /**
@@ -72,6 +75,10 @@ export const configVariableHelp: Record<
     default: "10,60,360",
     meaning: "seconds between webhook attempts after failures, or none",
   },
+  USERLI_COMPAT: {
+    default: "false",
+    meaning: "also answer under userli's /api/dovecot, /api/postfix, /api/roundcube, /api/keycloak",
+  },
 };
 
 /**
@@ -97,6 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cryptoPoolSize: parsePositiveInt("CRYPTO_POOL_SIZE", read("CRYPTO_POOL_SIZE"), availableParallelism()),
     jobsEnabled: parseBoolean("JOBS_ENABLED", read("JOBS_ENABLED"), true),
     webhookRetryDelays: parseDelays("WEBHOOK_RETRY_DELAYS", read("WEBHOOK_RETRY_DELAYS") ?? "10,60,360"),
+    userliCompat: parseBoolean("USERLI_COMPAT", read("USERLI_COMPAT"), false),
   };
 }
 

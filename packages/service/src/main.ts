@@ -25,7 +25,12 @@ async function main() {
   const applied = await migrateToLatest(database);
   if (applied.length > 0) logger.info({ migrations: applied }, "database schema updated");
   const services = createServices(database, new CryptoPool(config.cryptoPoolSize));
-  const app = await buildApp({ logger, services, metricsToken: config.metricsToken });
+  const app = await buildApp({
+    logger,
+    services,
+    metricsToken: config.metricsToken,
+    userliCompat: config.userliCompat,
+  });
   const background = createBackground(services, logger, {
     webhooks: { retryDelays: config.webhookRetryDelays },
   });

@@ -24,12 +24,15 @@ export interface AppOptions {
   logger: Logger;
   services: Services;
   metricsToken?: string | null;
+  /** USERLI_COMPAT: the integration API also under userli's path prefixes. */
+  userliCompat?: boolean;
 }
 
 export async function buildApp({
   logger,
   services,
   metricsToken = null,
+  userliCompat = false,
 }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -91,7 +94,7 @@ export async function buildApp({
 
   await openApiDocument(app);
   await app.register(formBody, { bodyLimit });
-  await app.register(async (scope) => integrationApi(scope, services));
+  await app.register(async (scope) => integrationApi(scope, services, { userliCompat }));
   await app.register(async (scope) => wellKnownRoutes(scope, services));
   await app.register(async (scope) => adminApi(scope, services));
   await app.register(async (scope) => healthRoutes(scope, services));

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { ApiToken, Scope } from "../tokens/tokens.ts";
+import { type ApiToken, grantsScope, type Scope } from "../tokens/tokens.ts";
 
 /** Finds the token a presented value stands for: at once where it can (the integration API's fast path), else later. */
 export type TokenCheck = (plain: string) => ApiToken | null | Promise<ApiToken | null>;
@@ -28,7 +28,7 @@ export function requireScope(app: FastifyInstance, check: TokenCheck, scope: Sco
     }
     const admit = (token: ApiToken | null) => {
       if (!token) reply.code(401).send({ message: "Invalid API token", error: "Invalid API token" });
-      else if (!token.scopes.includes(scope))
+      else if (!grantsScope(token.scopes, scope))
         reply.code(403).send({ message: `Token does not have required scope: ${scope}` });
       else {
         request.apiToken = token;

@@ -8,11 +8,38 @@ export const scopes = ["mailbox-server", "mta", "webmail", "identity", "retentio
 export type Scope = (typeof scopes)[number];
 export const isScope = (value: string): value is Scope => (scopes as readonly string[]).includes(value);
 
+/**
+ * userli's names of the integration scopes. They are accepted wherever a scope is, with or without
+ * USERLI_COMPAT (which only adds userli's path prefixes): a token created with them, or carried over
+ * from a userli database, grants what the neutral name grants, and is listed as it was stored.
+ */
+export const userliScopeNames = {
+  dovecot: "mailbox-server",
+  postfix: "mta",
+  roundcube: "webmail",
+  keycloak: "identity",
+} as const satisfies Record<string, Scope>;
+/** A scope as a token may store it: a neutral name or userli's name of the same scope. */
+export type StoredScope = Scope | keyof typeof userliScopeNames;
+const isUserliScopeName = (value: string): value is keyof typeof userliScopeNames =>
+  Object.hasOwn(userliScopeNames, value);
+export const isStoredScope = (value: string): value is StoredScope =>
+  isScope(value) || isUserliScopeName(value);
+
+/** The one rule of scopes: do a token's stored scopes grant the scope a route requires? */
+export function grantsScope(stored: readonly StoredScope[], required: Scope): boolean {
+  for (const scope of stored) {
+    if (scope === required || (isUserliScopeName(scope) && userliScopeNames[scope] === required)) return true;
+  }
+  return false;
+}
+
 /** Shared by the requests of a read batch: never changed once made. */
 export interface ApiToken {
   readonly id: number;
   readonly name: string;
-  readonly scopes: readonly Scope[];
+  /** As stored: neutral names and userli's (see grantsScope). */
+  readonly scopes: readonly StoredScope[];
   readonly createdAt: number;
   readonly lastUsedAt: number | null;
 }
@@ -27,14 +54,15 @@ const lastUsedWriteInterval = 300;
 
 export const hashToken = (plain: string): string => hash("sha256", plain, "hex");
 
-export function checkScopes(value: unknown): Scope[] {
+/** The scopes of a new token, in either spelling (userli's names are kept as given). */
+export function checkScopes(value: unknown): StoredScope[] {
   const list = typeof value === "string" ? value.split(",") : value;
   if (!Array.isArray(list)) throw invalid("scopes: must be a list of scopes");
-  const result: Scope[] = [];
+  const result: StoredScope[] = [];
   for (const raw of list) {
     const scope = typeof raw === "string" ? raw.trim() : "";
     if (scope === "") continue;
-    if (!isScope(scope))
+    if (!isStoredScope(scope))
       throw invalid(`scopes: unknown scope "${String(raw).slice(0, 50)}" (known: ${scopes.join(", ")})`);
     if (!result.includes(scope)) result.push(scope);
   }
@@ -167,7 +195,7 @@ function toToken(row: {
   return Object.freeze({
     id: row.id,
     name: row.name,
-    scopes: Object.freeze(parseStringList(row.scopes).filter(isScope)),
+    scopes: Object.freeze(parseStringList(row.scopes).filter(isStoredScope)),
     createdAt: row.created_at,
     lastUsedAt: row.last_used_at,
   });

@@ -5,15 +5,15 @@ import { migrateToLatest } from "../../src/db/migrate.ts";
 import { buildApp } from "../../src/http/app.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createServices, type Services } from "../../src/services.ts";
-import type { Scope } from "../../src/tokens/tokens.ts";
+import type { StoredScope } from "../../src/tokens/tokens.ts";
 import { scratchDatabase } from "./databases.ts";
 
 export interface TestService {
   url: string;
   services: Services;
   app: FastifyInstance;
-  /** A fresh token with these scopes. */
-  token(...scopes: Scope[]): Promise<string>;
+  /** A fresh token with these scopes (either spelling). */
+  token(...scopes: StoredScope[]): Promise<string>;
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   close(): Promise<void>;
 }
@@ -38,7 +38,9 @@ export interface TestResponse {
  * The real HTTP server on a free port over a real SQLite file in a temporary directory.
  * `TEST_DATABASE_URL` switches the whole API suite to another database.
  */
-export async function startService(options: { metricsToken?: string } = {}): Promise<TestService> {
+export async function startService(
+  options: { metricsToken?: string; userliCompat?: boolean } = {},
+): Promise<TestService> {
   const { url, remove } = await scratchDatabase("mas-test-");
   const database = await openDatabase(url, { poolSize: 4 });
   await migrateToLatest(database);
@@ -47,6 +49,7 @@ export async function startService(options: { metricsToken?: string } = {}): Pro
     logger: createLogger("silent"),
     services,
     metricsToken: options.metricsToken ?? null,
+    userliCompat: options.userliCompat ?? false,
   });
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
 

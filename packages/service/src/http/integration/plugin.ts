@@ -15,14 +15,34 @@ import { webmailRoutes } from "./routes/webmail.ts";
  * on SQLite, reads batched per turn, responses written in groups) lives in this plugin and applies
  * to its routes only; the admin API, health and well-known documents do not inherit it.
  */
-export async function integrationApi(app: FastifyInstance, services: Services) {
+export async function integrationApi(
+  app: FastifyInstance,
+  services: Services,
+  options: { userliCompat?: boolean } = {},
+) {
   writeResponsesInGroups(app);
   const lookups = new MessageLookups(services.database, services.settings, services.tokens);
   const tokenCheck: TokenCheck = (plain) => lookups.authenticate(plain);
   const { database, signIn, aliases, identity, retention } = services;
-  await app.register(async (scope) => mailboxServerRoutes(scope, tokenCheck, { lookups, signIn, database }));
-  await app.register(async (scope) => mtaRoutes(scope, tokenCheck, { lookups, signIn }));
-  await app.register(async (scope) => webmailRoutes(scope, tokenCheck, { signIn, aliases }));
-  await app.register(async (scope) => identityRoutes(scope, tokenCheck, { identity, signIn }));
-  await app.register(async (scope) => retentionRoutes(scope, tokenCheck, { retention }));
+  const groups: [
+    prefix: string,
+    userliPrefix: string | null,
+    routes: (scope: FastifyInstance) => Promise<void>,
+  ][] = [
+    [
+      "/api/mailbox-server",
+      "/api/dovecot",
+      (scope) => mailboxServerRoutes(scope, tokenCheck, { lookups, signIn, database }),
+    ],
+    ["/api/mta", "/api/postfix", (scope) => mtaRoutes(scope, tokenCheck, { lookups, signIn })],
+    ["/api/webmail", "/api/roundcube", (scope) => webmailRoutes(scope, tokenCheck, { signIn, aliases })],
+    ["/api/identity", "/api/keycloak", (scope) => identityRoutes(scope, tokenCheck, { identity, signIn })],
+    ["/api/retention", null, (scope) => retentionRoutes(scope, tokenCheck, { retention })],
+  ];
+  for (const [prefix, userliPrefix, routes] of groups) {
+    await app.register(routes, { prefix });
+    // USERLI_COMPAT: userli's clients have its prefixes in their code. The same handlers, guard and
+    // fast path a second time under the old prefix (not a URL rewrite), so the answers are identical.
+    if (options.userliCompat && userliPrefix) await app.register(routes, { prefix: userliPrefix });
+  }
 }

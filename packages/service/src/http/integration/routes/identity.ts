@@ -20,7 +20,7 @@ export async function identityRoutes(
   requireScope(app, tokenCheck, "identity");
   const { identity } = services;
 
-  app.get("/api/identity/:domain", async (request) => {
+  app.get("/:domain", async (request) => {
     const { domain } = request.params as { domain: string };
     const query = request.query as Record<string, unknown>;
     const domainId = await identity.domainId(requireDomain(domain));
@@ -30,58 +30,54 @@ export async function identityRoutes(
     return identity.search(domainId, search, max, first);
   });
 
-  app.get("/api/identity/:domain/count", async (request) => {
+  app.get("/:domain/count", async (request) => {
     const { domain } = request.params as { domain: string };
     return identity.count(await identity.domainId(requireDomain(domain)));
   });
 
-  app.get("/api/identity/:domain/user/:email", async (request) => {
+  app.get("/:domain/user/:email", async (request) => {
     const { domain, email } = request.params as { domain: string; email: string };
     const name = requireDomain(domain);
     const user = await identity.user(await identity.domainId(name), name, email);
     return identityUser(user.email);
   });
 
-  app.post(
-    "/api/identity/:domain/validate/:email",
-    { schema: { body: ValidateBody } },
-    async (request, reply) => {
-      const { domain, email } = request.params as { domain: string; email: string };
-      const { credentialType = "password", password } = request.body as {
-        credentialType?: string;
-        password: string;
-      };
-      const name = requireDomain(domain);
-      const domainId = await identity.domainId(name);
-      const failed = () => reply.code(403).send({ message: "authentication failed" });
-      if (credentialType !== "password" && credentialType !== "otp") {
-        return reply.code(400).send({ message: "not supported" });
+  app.post("/:domain/validate/:email", { schema: { body: ValidateBody } }, async (request, reply) => {
+    const { domain, email } = request.params as { domain: string; email: string };
+    const { credentialType = "password", password } = request.body as {
+      credentialType?: string;
+      password: string;
+    };
+    const name = requireDomain(domain);
+    const domainId = await identity.domainId(name);
+    const failed = () => reply.code(403).send({ message: "authentication failed" });
+    if (credentialType !== "password" && credentialType !== "otp") {
+      return reply.code(400).send({ message: "not supported" });
+    }
+    const user = email.includes("@") ? await identity.user(domainId, name, email).catch(() => null) : null;
+    if (credentialType === "password") {
+      if (!user) {
+        await services.signIn.signIn("", password);
+        return failed();
       }
-      const user = email.includes("@") ? await identity.user(domainId, name, email).catch(() => null) : null;
-      if (credentialType === "password") {
-        if (!user) {
-          await services.signIn.signIn("", password);
-          return failed();
-        }
-        const result = await services.signIn.signIn(user.email, password);
-        if (result.kind === "password_change_required")
-          return reply.code(403).send({ message: "password change required" });
-        return result.kind === "ok" ? { message: "success" } : failed();
-      }
-      switch (await services.signIn.validateSecondFactor(user, password)) {
-        case "ok":
-          return { message: "success" };
-        case "not_configured":
-          return reply.code(403).send({ message: "not supported" });
-        case "password_change_required":
-          return reply.code(403).send({ message: "password change required" });
-        default:
-          return failed();
-      }
-    },
-  );
+      const result = await services.signIn.signIn(user.email, password);
+      if (result.kind === "password_change_required")
+        return reply.code(403).send({ message: "password change required" });
+      return result.kind === "ok" ? { message: "success" } : failed();
+    }
+    switch (await services.signIn.validateSecondFactor(user, password)) {
+      case "ok":
+        return { message: "success" };
+      case "not_configured":
+        return reply.code(403).send({ message: "not supported" });
+      case "password_change_required":
+        return reply.code(403).send({ message: "password change required" });
+      default:
+        return failed();
+    }
+  });
 
-  app.get("/api/identity/:domain/configured/:credentialType/:email", async (request, reply) => {
+  app.get("/:domain/configured/:credentialType/:email", async (request, reply) => {
     const { domain, credentialType, email } = request.params as {
       domain: string;
       credentialType: string;

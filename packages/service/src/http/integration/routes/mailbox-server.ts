@@ -20,54 +20,50 @@ export async function mailboxServerRoutes(
   requireScope(app, tokenCheck, "mailbox-server");
 
   // Dovecot's adapter checks this at start: it must fail while the database does.
-  app.get("/api/mailbox-server/status", async (_request, reply) =>
+  app.get("/status", async (_request, reply) =>
     (await pingDatabase(services.database))
       ? { message: "success" }
       : reply.code(503).send({ message: "database unavailable, try again" }),
   );
 
   // Not async: sent in the same turn when the database answers at once (see eventually.ts).
-  app.get("/api/mailbox-server/:email", { schema: { params: EmailParams } }, (request, reply) => {
+  app.get("/:email", { schema: { params: EmailParams } }, (request, reply) => {
     const { email } = request.params as { email: string };
     return andThen(services.lookups.userdb(requireAddress(email)), (body) =>
       body ? { message: "success", body } : notFoundAnswer(reply, "user not found"),
     );
   });
 
-  app.post(
-    "/api/mailbox-server/:email",
-    { schema: { params: EmailParams, body: PasswordBody } },
-    async (request, reply) => {
-      const { email } = request.params as { email: string };
-      const { password } = request.body as { password: string };
-      requireAddress(email);
-      const result = await services.signIn.signIn(email, password, { unlockMailCrypt: true });
-      switch (result.kind) {
-        case "unknown":
-          return reply.code(404).send({ message: "user not found" });
-        case "wrong_password":
-          return reply.code(401).send({ message: "authentication failed" });
-        case "spam":
-          return reply.code(403).send({ message: "user disabled due to spam role" });
-        case "password_change_required":
-          return reply.code(403).send({ message: "user password change required" });
-      }
-      const { mailCrypt, user } = result;
-      if (mailCrypt.state === "failed") {
-        request.log.error(
-          { user: user.email, reason: mailCrypt.reason },
-          "MailCrypt key could not be decrypted",
-        );
-        return reply.code(500).send({ message: mailCrypt.reason, error: mailCrypt.reason });
-      }
-      return {
-        message: "success",
-        body: {
-          mailCrypt: mailCrypt.state === "unlocked" ? 2 : 0,
-          mailCryptPrivateKey: mailCrypt.state === "unlocked" ? mailCrypt.privateKey : "",
-          mailCryptPublicKey: user.mailCryptPublicKey ?? "",
-        },
-      };
-    },
-  );
+  app.post("/:email", { schema: { params: EmailParams, body: PasswordBody } }, async (request, reply) => {
+    const { email } = request.params as { email: string };
+    const { password } = request.body as { password: string };
+    requireAddress(email);
+    const result = await services.signIn.signIn(email, password, { unlockMailCrypt: true });
+    switch (result.kind) {
+      case "unknown":
+        return reply.code(404).send({ message: "user not found" });
+      case "wrong_password":
+        return reply.code(401).send({ message: "authentication failed" });
+      case "spam":
+        return reply.code(403).send({ message: "user disabled due to spam role" });
+      case "password_change_required":
+        return reply.code(403).send({ message: "user password change required" });
+    }
+    const { mailCrypt, user } = result;
+    if (mailCrypt.state === "failed") {
+      request.log.error(
+        { user: user.email, reason: mailCrypt.reason },
+        "MailCrypt key could not be decrypted",
+      );
+      return reply.code(500).send({ message: mailCrypt.reason, error: mailCrypt.reason });
+    }
+    return {
+      message: "success",
+      body: {
+        mailCrypt: mailCrypt.state === "unlocked" ? 2 : 0,
+        mailCryptPrivateKey: mailCrypt.state === "unlocked" ? mailCrypt.privateKey : "",
+        mailCryptPublicKey: user.mailCryptPublicKey ?? "",
+      },
+    };
+  });
 }

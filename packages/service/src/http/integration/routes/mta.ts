@@ -24,27 +24,27 @@ export async function mtaRoutes(
   // The lookups are not async functions: an answer the database gives at once is sent in the same
   // turn (see eventually.ts); Fastify sends a returned value or awaits a returned promise.
 
-  app.get("/api/mta/domain/:domain", (request) => {
+  app.get("/domain/:domain", (request) => {
     const { domain } = request.params as { domain: string };
     return lookups.isManagedDomain(requireDomain(domain));
   });
 
-  app.get("/api/mta/mailbox/:email", { schema: { params: EmailParams } }, (request) => {
+  app.get("/mailbox/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
     return lookups.hasMailbox(requireAddress(email));
   });
 
-  app.get("/api/mta/alias/:email", { schema: { params: EmailParams } }, (request) => {
+  app.get("/alias/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
     return lookups.aliasDestinations(requireAddress(email));
   });
 
-  app.get("/api/mta/senders/:email", { schema: { params: EmailParams } }, (request) => {
+  app.get("/senders/:email", { schema: { params: EmailParams } }, (request) => {
     const { email } = request.params as { email: string };
     return lookups.senders(requireAddress(email));
   });
 
-  app.get("/api/mta/smtp_quota/:email", { schema: { params: EmailParams } }, (request, reply) => {
+  app.get("/smtp_quota/:email", { schema: { params: EmailParams } }, (request, reply) => {
     const { email } = request.params as { email: string };
     return andThen(
       lookups.smtpQuota(requireAddress(email)),
@@ -52,7 +52,7 @@ export async function mtaRoutes(
     );
   });
 
-  app.post("/api/mta/auth", { schema: { body: AuthBody } }, async (request, reply) => {
+  app.post("/auth", { schema: { body: AuthBody } }, async (request, reply) => {
     const { email, password } = request.body as { email: string; password: string };
     const result = await services.signIn.signIn(email, password);
     switch (result.kind) {

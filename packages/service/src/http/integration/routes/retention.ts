@@ -12,13 +12,13 @@ export async function retentionRoutes(
 ) {
   requireScope(app, tokenCheck, "retention");
 
-  app.put("/api/retention/:email/touch", async (request) => {
+  app.put("/:email/touch", async (request) => {
     const { email } = request.params as { email: string };
     await services.retention.touch(requireAddress(email).email, touchTimestamp(request.body));
     return [];
   });
 
-  app.get("/api/retention/users", async () => services.retention.inactiveUsers());
+  app.get("/users", async () => services.retention.inactiveUsers());
 }
 
 /** The optional `timestamp`: a whole number of Unix seconds (form bodies carry it as a string). */

@@ -17,7 +17,7 @@ export async function webmailRoutes(
 ) {
   requireScope(app, tokenCheck, "webmail");
 
-  app.post("/api/webmail/aliases", { schema: { body: CredentialsBody } }, async (request, reply) => {
+  app.post("/aliases", { schema: { body: CredentialsBody } }, async (request, reply) => {
     const { email, password } = request.body as { email: string; password: string };
     const result = await services.signIn.signIn(email, password);
     switch (result.kind) {
