@@ -214,6 +214,8 @@ interface Exchange {
   expected: number;
   answer: Answer;
   note: string;
+  /** The Content-Type of the request body, if any. */
+  sent: string | undefined;
 }
 
 /** Sends requests, records what came back, and checks each answer against the document. */
@@ -282,7 +284,7 @@ class Contract {
       body,
       headers: options.headers,
     });
-    this.exchanges.push({ method, path, expected, answer, note: options.note ?? concrete });
+    this.exchanges.push({ method, path, expected, answer, note: options.note ?? concrete, sent: type });
     return answer;
   }
 
@@ -377,7 +379,7 @@ class Contract {
   problems(): string[] {
     const problems = new Set(this.extra);
     const exercised = new Map<string, Set<string>>();
-    for (const { method, path, expected, answer, note } of this.exchanges) {
+    for (const { method, path, expected, answer, note, sent } of this.exchanges) {
       const where = `${method} ${path} ${answer.status} (${note})`;
       if (answer.status !== expected) {
         problems.add(
@@ -393,6 +395,10 @@ class Contract {
       const statuses = exercised.get(key) ?? new Set<string>();
       statuses.add(String(answer.status));
       exercised.set(key, statuses);
+      // A body the route took must be of a documented request content type.
+      if (sent && answer.status < 300 && !operation.requestBody?.content?.[sent]) {
+        problems.add(`${method} ${path}: request content type "${sent}" missing from the document`);
+      }
       const response = operation.responses[String(answer.status)];
       if (!response) {
         problems.add(`${where}: status missing from the document`);

@@ -85,6 +85,14 @@ export async function openApiDocument(app: FastifyInstance): Promise<void> {
     hideUntagged: true,
     transform: ({ schema, url }) => {
       if (userliPrefixes.test(url)) return { schema: { ...schema, hide: true }, url };
+      // The integration API reads form bodies as well as JSON (clients send either); the admin API
+      // is JSON (its routes say so where they read more).
+      if (schema?.body && !schema.consumes && !url.startsWith("/api/admin/")) {
+        return {
+          schema: { ...schema, consumes: ["application/json", "application/x-www-form-urlencoded"] },
+          url,
+        };
+      }
       return { schema, url };
     },
   });
