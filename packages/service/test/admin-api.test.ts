@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as openpgp from "openpgp";
+import { toUserView } from "../src/accounts/users.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
 const password = "correct horse battery staple";
@@ -627,6 +628,36 @@ describe("admin API", () => {
       );
       assert.equal(endpoints[0].enabled, false, "an endpoint for only that domain is disabled");
       assert.equal((await call("DELETE", "/domains/closing.org")).status, 404);
+    });
+  });
+
+  describe("response schemas", () => {
+    test("drop and reorder nothing: each answer is the service's own value as JSON", async () => {
+      const s = service.services;
+      const page = { search: "", limit: 50, offset: 0 };
+      const same = async (path: string, value: unknown) => {
+        const res = await call("GET", path);
+        assert.equal(res.status, 200, path);
+        assert.equal(res.text, JSON.stringify(value), path);
+      };
+      await same("/users/alice@example.org", toUserView(await s.users.get("alice@example.org")));
+      await same("/users?status=all", await s.users.list(page, { status: "all" }));
+      await same("/aliases/carol-alias@example.com", await s.aliases.get("carol-alias@example.com"));
+      await same("/aliases", await s.aliases.list(page, {}));
+      await same("/domains", await s.domains.list(page));
+      const domain = await s.domains.get("example.org");
+      await same("/domains/example.org", { ...domain, ...(await s.domains.contents(domain.id)) });
+      await same("/settings", await s.settings.all());
+      await same("/api-tokens", { items: await s.tokens.list() });
+      const endpoints = await s.webhooks.list();
+      await same("/webhooks", { items: endpoints });
+      const withDeliveries = endpoints.find((e) => e.url === "http://127.0.0.1:9/x");
+      assert.ok(withDeliveries, "the domain deletion test made an endpoint with deliveries");
+      await same(`/webhooks/${withDeliveries.id}`, await s.webhooks.get(withDeliveries.id));
+      const deliveries = await s.webhooks.deliveries(withDeliveries.id, { limit: 50, offset: 0 });
+      assert.ok(deliveries.total > 0);
+      await same(`/webhooks/${withDeliveries.id}/deliveries`, deliveries);
+      await same("/openpgp-keys/big@bigkeys.org", await s.openPgpKeys.get("big@bigkeys.org"));
     });
   });
 
