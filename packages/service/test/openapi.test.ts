@@ -170,6 +170,38 @@ describe("OpenAPI document", () => {
     assert.deepEqual(problems, []);
   });
 
+  test("with USERLI_COMPAT the document is the same: userli's prefixes are named, not listed", async () => {
+    const compat = await startService({ metricsToken, userliCompat: true });
+    try {
+      const answer = await send(compat.url, "GET", "/api/openapi.json");
+      assert.deepEqual(JSON.parse(answer.text), document);
+      assert.match(document.info.description, /USERLI_COMPAT=true/);
+      const userli: Record<string, string> = {
+        dovecot: "mailbox-server",
+        postfix: "mta",
+        roundcube: "webmail",
+        keycloak: "identity",
+      };
+      const undocumented: string[] = [];
+      let compatRoutes = 0;
+      for (const [url, answered] of routeTable(compat.app.printRoutes({ commonPrefix: false }))) {
+        const prefix = /^\/api\/(dovecot|postfix|roundcube|keycloak)\//.exec(url)?.[1];
+        if (!prefix) continue;
+        compatRoutes++;
+        const neutral = openApiPath(url).replace(`/api/${prefix}/`, `/api/${userli[prefix]}/`);
+        for (const method of answered) {
+          if (method === "HEAD" || document.paths[neutral]?.[method.toLowerCase()]) continue;
+          const probe = await send(compat.url, method, url.replace(/:[A-Za-z]+/g, "x@example.org"));
+          if (probe.status !== 405) undocumented.push(`${method} ${url}: no neutral twin in the document`);
+        }
+      }
+      assert.ok(compatRoutes > 0, "USERLI_COMPAT adds the userli-prefixed routes");
+      assert.deepEqual(undocumented, []);
+    } finally {
+      await compat.close();
+    }
+  });
+
   test("every route answers as documented (real requests on a real database)", {
     timeout: 180_000,
   }, async () => {
