@@ -332,6 +332,24 @@ describe("admin API: every body field is checked for its type", () => {
     );
   });
 
+  test("a binary or text body on a JSON route is 'body: must be a JSON object' (a binary PATCH was a silent no-op)", async () => {
+    for (const contentType of ["application/octet-stream", "application/pgp-keys", "text/plain"]) {
+      for (const [method, path] of [
+        ["PATCH", "/users/bob@example.org"],
+        ["POST", "/domains"],
+        ["PATCH", "/settings"],
+      ] as const) {
+        const answer = await service.request(method, `/api/admin${path}`, {
+          token: admin,
+          headers: { "content-type": contentType },
+          body: '{"quota":1}',
+        });
+        assert.equal(answer.status, 422, `${contentType} ${method} ${path}`);
+        assert.deepEqual(answer.body, { message: "body: must be a JSON object" });
+      }
+    }
+  });
+
   test("list queries: declared parameters of the wrong shape are 422 naming the parameter", async () => {
     const get = (path: string) => service.request("GET", `/api/admin${path}`, { token: admin });
     assert.deepEqual((await get("/users?status=weird")).body, {
