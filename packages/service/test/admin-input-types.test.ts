@@ -364,5 +364,10 @@ describe("admin API: every body field is checked for its type", () => {
     assert.equal((await get("/aliases?owner=a@example.org&owner=b@example.org")).status, 422);
     assert.equal((await get("/domains?search=a&search=b")).status, 422);
     assert.equal((await get("/users?status=all&domain=example.org")).status, 200);
+    const force = await service.request("DELETE", "/api/admin/domains/example.org?force=true&force=true", {
+      token: admin,
+    });
+    assert.deepEqual([force.status, force.body], [422, { message: "force: must be a string" }]);
+    assert.equal((await get("/domains/example.org")).status, 200, "the domain is still there");
   });
 });

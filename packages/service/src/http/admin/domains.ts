@@ -116,6 +116,8 @@ export async function domainRoutes(
               409: [
                 "domain example.net still has 2 active users and 1 active aliases; delete them first or use force",
               ],
+              // A repeated parameter (`?force=true&force=true`) is a list, not the string "true".
+              422: ["force: must be a string"],
             },
             { body: true },
           ),
