@@ -1,24 +1,96 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
 import type { RetentionService } from "../../../accounts/retention.ts";
 import { badRequest } from "../../../errors.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
 import { requireAddress } from "../../params.ts";
+import { bodyErrors, EmailParams } from "../../schemas.ts";
+import {
+  AddressList,
+  addressErrors,
+  errorResponses,
+  guardResponses,
+  integrationRoute,
+  unavailable,
+} from "../route-schemas.ts";
+
+const timestampProblem = "timestamp: must be a whole number of Unix seconds";
+
+/**
+ * Documents the optional body; the handler reads it itself (`attachValidation`), so no body or a
+ * bad one keeps its 400 as userli's janitor expects, not the 422 of a schema check.
+ */
+const TouchBody = Type.Object(
+  {
+    timestamp: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: "^\\d{1,12}$" })], {
+        description: "Unix seconds of the activity (a string in form bodies); absent or 0 = now",
+      }),
+    ),
+  },
+  { examples: [{ timestamp: 1795443121 }, {}] },
+);
 
 /** Activity reports and the inactive-user list (spec 4.5). */
 export async function retentionRoutes(
-  app: FastifyInstance,
+  scope: FastifyInstance,
   tokenCheck: TokenCheck,
   services: { retention: RetentionService },
 ) {
+  const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   requireScope(app, tokenCheck, "retention");
 
-  app.put("/:email/touch", async (request) => {
-    const { email } = request.params as { email: string };
-    await services.retention.touch(requireAddress(email).email, touchTimestamp(request.body));
-    return [];
-  });
+  app.put(
+    "/:email/touch",
+    {
+      attachValidation: true,
+      schema: {
+        ...integrationRoute(
+          "retention",
+          "Report a user's activity",
+          "Stores the time as the user's last login if it is later than the stored one. The body is optional.",
+        ),
+        params: EmailParams,
+        body: TouchBody,
+        response: {
+          200: Type.Array(Type.Never(), { maxItems: 0, description: "Done", examples: [[]] }),
+          ...guardResponses("retention"),
+          ...errorResponses(
+            bodyErrors,
+            addressErrors,
+            { 400: ["timestamp in future", timestampProblem, "body must be a JSON object"] },
+            { 404: ["user not found"] },
+            unavailable,
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const { email } = request.params;
+      await services.retention.touch(requireAddress(email).email, touchTimestamp(request.body as unknown));
+      return [];
+    },
+  );
 
-  app.get("/users", async () => services.retention.inactiveUsers());
+  app.get(
+    "/users",
+    {
+      schema: {
+        ...integrationRoute(
+          "retention",
+          "Inactive users",
+          "Active users whose last login is older than the listing period, for the mailbox janitor.",
+        ),
+        response: {
+          200: AddressList("Addresses of inactive users", ["carol@example.org", "dave@example.com"]),
+          ...guardResponses("retention"),
+          ...errorResponses(unavailable),
+        },
+      },
+    },
+    async () => services.retention.inactiveUsers(),
+  );
 }
 
 /** The optional `timestamp`: a whole number of Unix seconds (form bodies carry it as a string). */
@@ -29,7 +101,7 @@ function touchTimestamp(body: unknown): number | null {
   if (value === undefined || value === null) return null;
   const number = typeof value === "string" && /^\d{1,12}$/.test(value) ? Number(value) : value;
   if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
-    throw badRequest("timestamp: must be a whole number of Unix seconds");
+    throw badRequest(timestampProblem);
   }
   return number;
 }
