@@ -710,6 +710,13 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
 
   // ---- admin: domains (delete)
   await A(409, "DELETE", "/api/admin/domains/{name}", { name: "example.org" });
+  await A(
+    422,
+    "DELETE",
+    "/api/admin/domains/{name}",
+    { name: "example.org" },
+    { query: "force=true&force=true" },
+  );
   await A(204, "DELETE", "/api/admin/domains/{name}", { name: "spare.example" });
   await A(404, "DELETE", "/api/admin/domains/{name}", { name: "spare.example" });
 
