@@ -31,9 +31,10 @@ export const PassdbFailureBody = Type.Object(
     description: "The user's MailCrypt private key cannot be decrypted",
     examples: [
       {
-        message: "MailCrypt private key could not be decrypted",
-        error: "MailCrypt private key could not be decrypted",
+        message: "decryption of mailCryptSecretBox failed",
+        error: "decryption of mailCryptSecretBox failed",
       },
+      { message: "secret should not be null", error: "secret should not be null" },
     ],
   },
 );
