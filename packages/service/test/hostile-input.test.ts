@@ -229,3 +229,37 @@ describe("hostile input", () => {
     });
   });
 });
+
+describe("a request that completes while the service closes", () => {
+  test("gets a plain 503, not Fastify's error body", async () => {
+    const service = await startService();
+    const { port } = new URL(service.url);
+    const answer = await new Promise<string>((resolve) => {
+      // An unfinished request on another connection keeps the close waiting.
+      const busy = connect(Number(port), "127.0.0.1", () =>
+        busy.write(
+          "POST /api/mta/auth HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{",
+        ),
+      );
+      busy.on("error", () => {});
+      const socket = connect(Number(port), "127.0.0.1", () => {
+        socket.write("GET /health HTTP/1.1\r\nHost: x\r\n");
+        setTimeout(() => {
+          void service.close();
+          setTimeout(() => socket.write("\r\n"), 20);
+          setTimeout(() => busy.end("}"), 100);
+        }, 50);
+      });
+      let text = "";
+      socket.setEncoding("utf8");
+      socket.on("data", (chunk) => {
+        text += chunk;
+      });
+      socket.on("close", () => resolve(text));
+      socket.on("error", () => {});
+    });
+    const match = /^HTTP\/1\.1 (\d{3})[\s\S]*?\r\n\r\n([\s\S]*)$/.exec(answer);
+    assert.ok(match, answer);
+    assertPlainError({ status: Number(match[1]), body: match[2] ?? "" }, 503, "shutting down, try again");
+  });
+});

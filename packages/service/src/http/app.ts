@@ -18,6 +18,7 @@ import { wellKnownRoutes } from "./well-known.ts";
 export const bodyLimit = 64 * 1024;
 /** Node's default `maxHeaderSize`, which the request line counts against. */
 const maxUrlBytes = 16 * 1024;
+const shuttingDown = JSON.stringify({ message: "shutting down, try again" });
 const answeredMethods: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 export interface AppOptions {
@@ -47,7 +48,8 @@ export async function buildApp({
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (parent, bindings, options) =>
       new RequestLogger(parent as Logger, bindings, options) as unknown as FastifyBaseLogger,
-    return503OnClosing: true,
+    // Our own 503 while closing (the onRequest hook below): Fastify's names its error and status code.
+    return503OnClosing: false,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   });
   app.decorateRequest("apiToken", undefined);
@@ -72,6 +74,13 @@ export async function buildApp({
   app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
     done(null, payload);
+  });
+  // A request whose headers complete once the close has begun is not started. A callback hook
+  // (no promise per request): one comparison on every request. Sent as text, past the route's
+  // response schema, which describes its own 503 (health's is another shape).
+  app.addHook("onRequest", (_request, reply, done) => {
+    if (!closing) return done();
+    reply.code(503).type("application/json; charset=utf-8").send(shuttingDown);
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: "Not found" }));

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { type DatabaseHandle, pingDatabase } from "../db/database.ts";
+import { errorBody } from "./schemas.ts";
 
 const Health = (description: string, example: { status: string; database: string }) =>
   Type.Object(
@@ -19,7 +20,19 @@ export async function healthRoutes(app: FastifyInstance, { database }: { databas
         description: "For load balancers and monitoring; no token.",
         response: {
           200: Health("The database answers", { status: "ok", database: "reachable" }),
-          503: Health("The database does not answer", { status: "unavailable", database: "unreachable" }),
+          503: Type.Union(
+            [
+              Health("The database does not answer", { status: "unavailable", database: "unreachable" }),
+              errorBody("The service is shutting down", "shutting down, try again"),
+            ],
+            {
+              description: "The database does not answer, or the service is shutting down",
+              examples: [
+                { status: "unavailable", database: "unreachable" },
+                { message: "shutting down, try again" },
+              ],
+            },
+          ),
         },
       },
     },
