@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { sql } from "kysely";
 import { password } from "./helpers/fixtures.ts";
 import { startService, type TestResponse, type TestService } from "./helpers/service.ts";
 
@@ -261,5 +262,25 @@ describe("a request that completes while the service closes", () => {
     const match = /^HTTP\/1\.1 (\d{3})[\s\S]*?\r\n\r\n([\s\S]*)$/.exec(answer);
     assert.ok(match, answer);
     assertPlainError({ status: Number(match[1]), body: match[2] ?? "" }, 503, "shutting down, try again");
+  });
+});
+
+describe("an unexpected fault", () => {
+  test("on passdb (whose 500 schema also has the key failure's shape) is a plain 500", async () => {
+    const service = await startService();
+    try {
+      await service.services.domains.create("example.org");
+      await service.services.users.create({ email: "alice@example.org", password, mailCrypt: false });
+      const token = await service.token("mailbox-server");
+      // A table gone behind the service's back: a query error that is not "database unavailable".
+      await sql`ALTER TABLE users RENAME TO users_gone`.execute(service.services.database.db);
+      const res = await service.request("POST", "/api/mailbox-server/alice@example.org", {
+        token,
+        json: { password },
+      });
+      assertPlainError(res, 500, "internal error");
+    } finally {
+      await service.close();
+    }
   });
 });

@@ -6,7 +6,14 @@ import { type DatabaseHandle, pingDatabase } from "../../../db/database.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
 import { notFoundAnswer } from "../../errors.ts";
 import { requireAddress } from "../../params.ts";
-import { bodyErrors, EmailParams, PassdbFailureBody, SuccessBody } from "../../schemas.ts";
+import {
+  bodyErrors,
+  EmailParams,
+  errorBody,
+  messages,
+  PassdbFailureBody,
+  SuccessBody,
+} from "../../schemas.ts";
 import { andThen } from "../eventually.ts";
 import type { MessageLookups } from "../lookups.ts";
 import {
@@ -167,7 +174,17 @@ export async function mailboxServerRoutes(
             bodyFieldErrors("password"),
             unavailable,
           ),
-          500: PassdbFailureBody,
+          // The key failure carries the reason twice; any other fault is the app's plain `internal error`.
+          500: Type.Union([PassdbFailureBody, errorBody("Internal error", messages.internal)], {
+            description: "The MailCrypt key cannot be decrypted, or an unexpected fault",
+            examples: [
+              {
+                message: "MailCrypt private key could not be decrypted",
+                error: "MailCrypt private key could not be decrypted",
+              },
+              { message: messages.internal },
+            ],
+          }),
         },
       },
     },
