@@ -23,44 +23,54 @@ export function notFoundAnswer(reply: FastifyReply, message: string): { message:
   return { message };
 }
 
+/**
+ * An error answer: `{"message": ...}` as JSON text, so that no route's response schema (which
+ * describes the route's own answers for the status) can reshape or refuse it.
+ */
+function plainError(reply: FastifyReply, status: number, message: string): FastifyReply {
+  return reply.code(status).type("application/json; charset=utf-8").send(JSON.stringify({ message }));
+}
+
 /** Every error becomes `{"message": ...}` with a 4xx status; a 500 never carries internals. */
 export function errorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof ServiceError) {
-    return reply.code(statusOfKind[error.kind]).send({ message: error.message });
+    return plainError(reply, statusOfKind[error.kind], error.message);
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    return reply
-      .code(422)
-      .send({ message: `${fastifyError.validationContext ?? "request"}: ${validationText(fastifyError)}` });
+    return plainError(
+      reply,
+      422,
+      `${fastifyError.validationContext ?? "request"}: ${validationText(fastifyError)}`,
+    );
   }
   switch (fastifyError.code) {
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return reply.code(415).send({ message: "Unsupported format." });
+      return plainError(reply, 415, "Unsupported format.");
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return reply
-        .code(413)
-        .send({ message: `Request body too large (limit ${byteSize(request.routeOptions.bodyLimit)}).` });
+      return plainError(
+        reply,
+        413,
+        `Request body too large (limit ${byteSize(request.routeOptions.bodyLimit)}).`,
+      );
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
-      return reply.code(400).send({ message: "Invalid Content-Length." });
+      return plainError(reply, 400, "Invalid Content-Length.");
   }
   if (error instanceof SyntaxError || fastifyError.statusCode === 400) {
     const form = String(request.headers["content-type"] ?? "").includes("form");
-    return reply
-      .code(400)
-      .send({ message: `Request payload contains invalid "${form ? "form" : "json"}" data.` });
+    return plainError(reply, 400, `Request payload contains invalid "${form ? "form" : "json"}" data.`);
   }
   if (isDatabaseUnavailable(error)) {
     request.log.warn({ err: { message: error.message, code: fastifyError.code } }, "database unavailable");
-    return reply.code(503).send({ message: "database unavailable, try again" });
+    return plainError(reply, 503, "database unavailable, try again");
   }
   const status = fastifyError.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
     // Another framework error: its message may echo the URL or name internals.
-    return reply.code(status).send({ message: STATUS_CODES[status] ?? "Bad request" });
+    return plainError(reply, status, STATUS_CODES[status] ?? "Bad request");
   }
   request.log.error({ err: error }, "request failed");
-  return reply.code(500).send({ message: "internal error" });
+  return plainError(reply, 500, "internal error");
 }
 
 /**
@@ -69,9 +79,9 @@ export function errorHandler(error: FastifyError | Error, request: FastifyReques
  * like every error with `{"message": ...}` only: Fastify's own body names its error code and echoes the URL.
  */
 export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
-  if (error.code === "FST_ERR_MAX_PARAM_LENGTH") return reply.code(414).send({ message: "URI too long" });
-  if (error.code === "FST_ERR_BAD_URL") return reply.code(400).send({ message: "invalid URL encoding" });
-  return reply.code(500).send({ message: "internal error" });
+  if (error.code === "FST_ERR_MAX_PARAM_LENGTH") return plainError(reply, 414, "URI too long");
+  if (error.code === "FST_ERR_BAD_URL") return plainError(reply, 400, "invalid URL encoding");
+  return plainError(reply, 500, "internal error");
 }
 
 /**
