@@ -178,10 +178,7 @@ export async function mailboxServerRoutes(
           500: Type.Union([PassdbFailureBody, errorBody("Internal error", messages.internal)], {
             description: "The MailCrypt key cannot be decrypted, or an unexpected fault",
             examples: [
-              {
-                message: "MailCrypt private key could not be decrypted",
-                error: "MailCrypt private key could not be decrypted",
-              },
+              ...((PassdbFailureBody as { examples?: unknown[] }).examples ?? []),
               { message: messages.internal },
             ],
           }),
