@@ -40,9 +40,10 @@ check (not listed per operation).
 
 With \`USERLI_COMPAT=true\` the integration API also answers under userli's prefixes, identically:
 \`/api/dovecot/...\` = \`/api/mailbox-server/...\`, \`/api/postfix/...\` = \`/api/mta/...\`,
-\`/api/roundcube/...\` = \`/api/webmail/...\`, \`/api/keycloak/...\` = \`/api/identity/...\`, and
-accepts the scope names \`dovecot\`, \`postfix\`, \`roundcube\`, \`keycloak\`. Only the neutral paths
-are listed here.`;
+\`/api/roundcube/...\` = \`/api/webmail/...\`, \`/api/keycloak/...\` = \`/api/identity/...\`. Only the
+neutral paths are listed here. userli's scope names \`dovecot\`, \`postfix\`, \`roundcube\` and
+\`keycloak\` are accepted with or without that setting, as equivalents of \`mailbox-server\`, \`mta\`,
+\`webmail\` and \`identity\`.`;
 
 /**
  * The OpenAPI 3.1 document, generated from the route schemas, served at `/api/openapi.json`.
