@@ -39,7 +39,11 @@ const NEW_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 const KNOWN_ATOM = "[\\p{L}\\p{M}\\p{N}_+=!$%&'*?^`{|}~-]+";
 const KNOWN_LOCAL_PART = new RegExp(`^${KNOWN_ATOM}(?:\\.${KNOWN_ATOM})*$`, "u");
 const KNOWN_LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}-]{0,61}[\p{L}\p{M}\p{N}])?$/u;
-const isAscii = (text: string): boolean => [...text].every((ch) => (ch.codePointAt(0) as number) < 0x80);
+const ASCII_TEXT = /^[^\u0080-\uffff]*$/;
+const isAscii = (text: string): boolean => ASCII_TEXT.test(text);
+/** The stored form: lower case, NFC (ASCII is NFC already, and the common case skips the work). */
+const folded = (text: string): string =>
+  isAscii(text) ? text.toLowerCase() : text.toLowerCase().normalize("NFC");
 
 export type AddressLevel = "new" | "known";
 
@@ -68,7 +72,7 @@ export function checkAddress(value: unknown, level: AddressLevel): AddressCheck 
   }
   const domain = checkDomain(value.slice(at + 1), level);
   if (!domain.ok) return domain;
-  const lower = localPart.toLowerCase().normalize("NFC");
+  const lower = folded(localPart);
   return {
     ok: true,
     address: { email: `${lower}@${domain.domain}`, localPart: lower, domain: domain.domain },
@@ -92,12 +96,14 @@ export function checkDomain(value: unknown, level: AddressLevel): DomainCheck {
           : "domain is not a valid host name",
     };
   }
-  return { ok: true, domain: value.toLowerCase().normalize("NFC") };
+  return { ok: true, domain: folded(value) };
 }
 
 /** The checks on the whole text: ASCII for new names; NFC and no case folding into ASCII for all. */
 function checkText(value: string, level: AddressLevel): string | null {
-  if (level === "new" && !isAscii(value)) return "only ASCII characters are allowed";
+  // ASCII text is in NFC and folds into nothing else: most addresses need no further look.
+  if (isAscii(value)) return null;
+  if (level === "new") return "only ASCII characters are allowed";
   if (value.normalize("NFC") !== value) return "not in Unicode normal form C";
   for (const ch of value) {
     if (!isAscii(ch) && [...ch.toLowerCase()].some(isAscii)) {
