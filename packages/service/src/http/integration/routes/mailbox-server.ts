@@ -24,6 +24,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
+import { refuseSignIn } from "../sign-in-answers.ts";
 
 const PasswordBody = Type.Object(
   { password: Type.String({ minLength: 1 }) },
@@ -190,16 +191,11 @@ export async function mailboxServerRoutes(
       const { password } = request.body;
       requireAddress(email);
       const result = await services.signIn.signIn(email, password, { unlockMailCrypt: true });
-      switch (result.kind) {
-        case "unknown":
-          return reply.code(404).send({ message: "user not found" });
-        case "wrong_password":
-          return reply.code(401).send({ message: "authentication failed" });
-        case "spam":
-          return reply.code(403).send({ message: "user disabled due to spam role" });
-        case "password_change_required":
-          return reply.code(403).send({ message: "user password change required" });
-      }
+      if (result.kind !== "ok")
+        return refuseSignIn(reply, result.kind, {
+          unknown: { status: 404, message: "user not found" },
+          wrongPassword: { status: 401, message: "authentication failed" },
+        });
       const { mailCrypt, user } = result;
       if (mailCrypt.state === "failed") {
         request.log.error(

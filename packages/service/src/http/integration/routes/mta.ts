@@ -18,6 +18,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
+import { refuseSignIn } from "../sign-in-answers.ts";
 
 const AuthBody = Type.Object(
   {
@@ -166,17 +167,11 @@ export async function mtaRoutes(
     async (request, reply) => {
       const { email, password } = request.body;
       const result = await services.signIn.signIn(email, password);
-      switch (result.kind) {
-        case "unknown":
-        case "wrong_password":
-          return reply.code(401).send({ message: "authentication failed" });
-        case "spam":
-          return reply.code(403).send({ message: "user disabled due to spam role" });
-        case "password_change_required":
-          return reply.code(403).send({ message: "user password change required" });
-        case "ok":
-          return { message: "success" as const };
+      if (result.kind !== "ok") {
+        const failed = { status: 401, message: "authentication failed" } as const;
+        return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed });
       }
+      return { message: "success" as const };
     },
   );
 }

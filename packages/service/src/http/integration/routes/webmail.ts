@@ -13,6 +13,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
+import { refuseSignIn } from "../sign-in-answers.ts";
 
 const CredentialsBody = Type.Object(
   {
@@ -54,17 +55,11 @@ export async function webmailRoutes(
     async (request, reply) => {
       const { email, password } = request.body;
       const result = await services.signIn.signIn(email, password);
-      switch (result.kind) {
-        case "unknown":
-        case "wrong_password":
-          return reply.code(401).send({ message: "Bad credentials" });
-        case "spam":
-          return reply.code(403).send({ message: "user disabled due to spam role" });
-        case "password_change_required":
-          return reply.code(403).send({ message: "user password change required" });
-        case "ok":
-          return services.aliases.ownedBy(result.user);
+      if (result.kind !== "ok") {
+        const failed = { status: 401, message: "Bad credentials" } as const;
+        return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed });
       }
+      return services.aliases.ownedBy(result.user);
     },
   );
 }
