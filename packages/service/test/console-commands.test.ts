@@ -89,6 +89,20 @@ describe("console: lists, option names, prompts, dry runs", () => {
     assert.match(result.stdout, /^mail-account-service 0\.2\.0 \(Node\.js \d+\.\d+\.\d+\)\n$/);
   });
 
+  test("a reader that closes the pipe early (| head) ends the command quietly, without a stack trace", async () => {
+    const child = spawn(consolePath, ["app:users:list", "--json"], {
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "silent" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    // The read end is closed before the command writes anything.
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    const status = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    assert.equal(stderr, "");
+    assert.equal(status, 0);
+  });
+
   test("app:users:list: a table, --domain, --search, --status, --json", () => {
     const table = runConsole(databaseUrl, ["app:users:list"]);
     assert.equal(table.status, 0, table.stderr);

@@ -41,6 +41,13 @@ webhookCommands(program);
 jobCommands(program);
 metricsCommands(program);
 
+// A reader that stops early (`| head`) closes the pipe: the rest of the output is not wanted, which
+// is no error and no reason for a stack trace.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  throw error;
+});
+
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
