@@ -13,6 +13,9 @@ export type UnixTime = number;
 export interface DomainTable {
   id: Generated<number>;
   name: string;
+  invitation_enabled: Generated<Flag>;
+  invitation_limit: Generated<number>;
+  invitation_waiting_period_days: Generated<number>;
   created_at: UnixTime;
   updated_at: UnixTime;
 }
@@ -50,6 +53,8 @@ export interface AliasTable {
   user_id: number | null;
   smtp_quota_per_hour: number | null;
   smtp_quota_per_day: number | null;
+  random: Generated<Flag>;
+  note: string | null;
   created_at: UnixTime;
   updated_at: UnixTime;
   deleted: Flag;
@@ -130,6 +135,76 @@ export interface JobRunTable {
   result: string | null;
 }
 
+export interface InviteCodeTable {
+  id: Generated<number>;
+  code: string;
+  domain_id: number;
+  /** The inviter; null once that user is gone. */
+  user_id: number | null;
+  redeemed_at: UnixTime | null;
+  redeemed_by_id: number | null;
+  created_at: UnixTime;
+}
+
+export interface ReservedNameTable {
+  id: Generated<number>;
+  name: string;
+  created_at: UnixTime;
+  updated_at: UnixTime;
+}
+
+export type WebSessionStage = "second_factor" | "signed_in";
+
+export interface WebSessionTable {
+  /** SHA-256 of the cookie's value: a leaked table does not hand out sessions. */
+  id_hash: string;
+  user_id: number;
+  stage: WebSessionStage;
+  /** JSON: flash messages and the pending steps of multi-page flows. */
+  data: string;
+  client_address: string | null;
+  user_agent: string | null;
+  created_at: UnixTime;
+  last_seen_at: UnixTime;
+}
+
+export interface SignInFailureTable {
+  /** `account:<address>` or `client:<ip>`. */
+  subject: string;
+  failures: number;
+  last_failure_at: UnixTime;
+  blocked_until: UnixTime;
+}
+
+export interface MailOutboxTable {
+  id: string;
+  recipient: string;
+  subject: string;
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: UnixTime | null;
+  claimed_until: UnixTime | null;
+  claim_token: string | null;
+  error: string | null;
+  created_at: UnixTime;
+  sent_at: UnixTime | null;
+}
+
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: UnixTime;
+  /** Who acted: a user's address, `console` or `api-token:<name>`. */
+  actor: string;
+  actor_domain_id: number | null;
+  action: string;
+  target: string | null;
+  target_domain_id: number | null;
+  /** JSON of the changed fields; never a password or secret. */
+  detail: string | null;
+  client_address: string | null;
+}
+
 export interface Database {
   domains: DomainTable;
   users: UserTable;
@@ -141,6 +216,12 @@ export interface Database {
   webhook_endpoint_domains: WebhookEndpointDomainTable;
   webhook_deliveries: WebhookDeliveryTable;
   job_runs: JobRunTable;
+  invite_codes: InviteCodeTable;
+  reserved_names: ReservedNameTable;
+  web_sessions: WebSessionTable;
+  sign_in_failures: SignInFailureTable;
+  mail_outbox: MailOutboxTable;
+  audit_log: AuditLogTable;
 }
 
 export const flag = (value: boolean | number): boolean => value === true || value === 1;
