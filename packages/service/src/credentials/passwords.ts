@@ -74,6 +74,29 @@ export async function verifyPassword(plain: string, hash: string, pool: CryptoPo
   return { valid: true, needsRehash: !hash.startsWith(CURRENT_PREFIX) };
 }
 
+// The stored forms verifyPassword reads, each in full (a truncated or mangled hash is none of them).
+const hashSchemes: readonly [name: string, form: RegExp][] = [
+  ["argon2id", /^\$argon2id\$v=19\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/],
+  ["argon2i", /^\$argon2i\$v=19\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/],
+  ["sha512-crypt", /^\$6\$(?:rounds=\d+\$)?[^$]{0,16}\$[./0-9A-Za-z]{86}$/],
+  ["sha256-crypt", /^\$5\$(?:rounds=\d+\$)?[^$]{0,16}\$[./0-9A-Za-z]{43}$/],
+  ["md5-crypt", /^\$1\$[^$]{0,8}\$[./0-9A-Za-z]{22}$/],
+  ["bcrypt", /^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$/],
+];
+
+/**
+ * The scheme of a stored password hash that verifyPassword can check (`argon2id`, `sha512-crypt`,
+ * ...), or null for anything else: what an import asks before it takes a hash over as it is.
+ */
+export function passwordHashScheme(hash: unknown): string | null {
+  if (typeof hash !== "string") return null;
+  for (const [name, form] of hashSchemes) if (form.test(hash)) return name;
+  return null;
+}
+
+/** Whether a stored hash is the current Argon2id with the current parameters (no upgrade due). */
+export const isCurrentPasswordHash = (hash: string): boolean => hash.startsWith(CURRENT_PREFIX);
+
 /**
  * The same Argon2id work as checking a real user's password, for a user that does not exist, so that
  * response times do not reveal which addresses exist. Inputs a real check rejects early are rejected

@@ -70,6 +70,13 @@ export function checkScopes(value: unknown): StoredScope[] {
   return result;
 }
 
+/** A token's name: 1 to 64 characters, surrounding spaces dropped. */
+export function checkTokenName(value: unknown): string {
+  const name = typeof value === "string" ? value.trim() : "";
+  if (name.length < 1 || name.length > 64) throw invalid("name: must be 1 to 64 characters");
+  return name;
+}
+
 /** Plain tokens whose hash is kept (cleared when full): mail servers present a handful of tokens. */
 const keptHashes = 256;
 
@@ -97,8 +104,7 @@ export class TokenService {
   }
 
   async create(rawName: unknown, rawScopes: unknown): Promise<CreatedToken> {
-    const name = typeof rawName === "string" ? rawName.trim() : "";
-    if (name.length < 1 || name.length > 64) throw invalid("name: must be 1 to 64 characters");
+    const name = checkTokenName(rawName);
     const tokenScopes = checkScopes(rawScopes);
     const plainToken = randomBytes(32).toString("hex");
     const now = nowSeconds();

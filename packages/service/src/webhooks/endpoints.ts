@@ -41,7 +41,7 @@ export interface WebhookInput {
   enabled?: boolean;
 }
 
-const checkUrl = (value: unknown): string => {
+export const checkUrl = (value: unknown): string => {
   if (typeof value !== "string" || value.length > 2048) throw invalid("url: must be an http(s) URL");
   try {
     const url = new URL(value);
@@ -52,7 +52,7 @@ const checkUrl = (value: unknown): string => {
   }
 };
 
-const checkEvents = (value: unknown): WebhookEvent[] => {
+export const checkEvents = (value: unknown): WebhookEvent[] => {
   if (!Array.isArray(value) || value.length === 0) {
     throw invalid(`events: must list at least one of ${webhookEvents.join(", ")}`);
   }
@@ -68,7 +68,7 @@ const checkEvents = (value: unknown): WebhookEvent[] => {
   return events;
 };
 
-const checkSecret = (value: unknown): string => {
+export const checkSecret = (value: unknown): string => {
   if (typeof value !== "string" || value.length < 16 || value.length > 255) {
     throw invalid("secret: must be 16 to 255 characters");
   }
