@@ -1,0 +1,323 @@
+/**
+ * The account service's `mta` endpoints over HTTP, through one keep-alive connection pool.
+ *
+ * Every method either gives the service's answer or throws ServiceUnavailable: the service could
+ * not be reached, did not answer within SERVICE_TIMEOUT, answered 5xx or 429, refused our token, or
+ * answered something we do not understand. The callers turn that into TEMP (socketmap), a
+ * temporary SASL failure (fail closed) or DUNNO (policy, fail open); never into "not found".
+ */
+import http from "node:http";
+import https from "node:https";
+import { isIP } from "node:net";
+import type { Logger } from "pino";
+import type { Metrics } from "./metrics.ts";
+
+/** At most this many connections to the service; more requests wait for a free one. */
+const POOL_SIZE = 64;
+/** Larger answers are refused (an alias with thousands of destinations still fits). */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+export class ServiceUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ServiceUnavailable";
+  }
+}
+
+export interface SmtpQuota {
+  perHour: number;
+  perDay: number;
+}
+
+/** What POST /api/mta/auth said about the user (token problems and outages throw instead). */
+export type AuthVerdict = "success" | "failed" | "disabled" | "password-change";
+
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+export interface ServiceClientOptions {
+  baseUrl: string;
+  token: string;
+  timeoutMs: number;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/**
+ * A key as one path segment: percent-encoded, and `.`/`..` encoded too, since a path normaliser
+ * on the way (a reverse proxy) would otherwise resolve them.
+ */
+export function pathSegment(key: string): string {
+  if (key === "." || key === "..") return key.replace(/\./g, "%2E");
+  return encodeURIComponent(key);
+}
+
+export class ServiceClient {
+  readonly #base: URL;
+  readonly #basePath: string;
+  readonly #agent: http.Agent;
+  readonly #transport: typeof http | typeof https;
+  readonly #authorization: string;
+  readonly #timeoutMs: number;
+  readonly #logger: Logger;
+  readonly #metrics: Metrics;
+  /** Set while the service fails: one log line when it goes away, one when it is back. */
+  #down = false;
+
+  constructor(options: ServiceClientOptions) {
+    this.#base = new URL(options.baseUrl);
+    this.#basePath = this.#base.pathname.replace(/\/+$/, "");
+    const secure = this.#base.protocol === "https:";
+    this.#transport = secure ? https : http;
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: POOL_SIZE,
+      maxFreeSockets: POOL_SIZE,
+      scheduling: "lifo" as const,
+    };
+    this.#agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+    this.#authorization = `Bearer ${options.token}`;
+    this.#timeoutMs = options.timeoutMs;
+    this.#logger = options.logger;
+    this.#metrics = options.metrics;
+  }
+
+  /** true/false as the service says; null when the key cannot be a domain name (400). */
+  async domain(domain: string): Promise<boolean | null> {
+    return this.#boolean(await this.#get("domain", domain));
+  }
+
+  async mailbox(email: string): Promise<boolean | null> {
+    return this.#boolean(await this.#get("mailbox", email));
+  }
+
+  async alias(email: string): Promise<string[] | null> {
+    return this.#list(await this.#get("alias", email));
+  }
+
+  async senders(email: string): Promise<string[] | null> {
+    return this.#list(await this.#get("senders", email));
+  }
+
+  /** The sender's limits (0 = unlimited); null when the service knows no such sender (404, 400). */
+  async smtpQuota(email: string): Promise<SmtpQuota | null> {
+    const answer = await this.#get("smtp_quota", email);
+    if (answer.status === 404 || answer.status === 400) return null;
+    const body = answer.body as { per_hour?: unknown; per_day?: unknown } | null;
+    if (answer.status === 200 && body && typeof body === "object") {
+      const { per_hour: perHour, per_day: perDay } = body;
+      if (Number.isSafeInteger(perHour) && Number.isSafeInteger(perDay)) {
+        return { perHour: Math.max(0, perHour as number), perDay: Math.max(0, perDay as number) };
+      }
+    }
+    throw this.#unexpected("smtp_quota", answer);
+  }
+
+  /**
+   * POST /api/mta/auth. `clientAddress` (the SMTP client's IP) goes along as X-Client-Address so the
+   * service can throttle per address; anything that is not an IP address is left out.
+   */
+  async authenticate(email: string, password: string, clientAddress?: string): Promise<AuthVerdict> {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (clientAddress && isIP(clientAddress) !== 0) headers["x-client-address"] = clientAddress;
+    const answer = await this.#request(
+      "auth",
+      "POST",
+      "/api/mta/auth",
+      JSON.stringify({ email, password }),
+      headers,
+    );
+    const message = (answer.body as { message?: unknown } | null)?.message;
+    switch (answer.status) {
+      case 200:
+        return "success";
+      case 401:
+        return "failed";
+      case 403:
+        if (message === "user disabled due to spam role") return "disabled";
+        if (message === "user password change required") return "password-change";
+        break;
+      case 400:
+      case 422:
+        // An address or password the service refuses as input: it cannot be a valid sign-in.
+        return "failed";
+    }
+    throw this.#unexpected("auth", answer);
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  #boolean(answer: Answer): boolean | null {
+    if (answer.status === 400) return null;
+    if (answer.status === 200 && typeof answer.body === "boolean") return answer.body;
+    throw this.#unexpected("lookup", answer);
+  }
+
+  #list(answer: Answer): string[] | null {
+    if (answer.status === 400) return null;
+    if (
+      answer.status === 200 &&
+      Array.isArray(answer.body) &&
+      answer.body.every((e) => typeof e === "string")
+    ) {
+      return answer.body as string[];
+    }
+    throw this.#unexpected("lookup", answer);
+  }
+
+  #unexpected(endpoint: string, answer: Answer): ServiceUnavailable {
+    const error = new ServiceUnavailable(`unexpected answer from ${endpoint}: HTTP ${answer.status}`);
+    this.#failed(error);
+    return error;
+  }
+
+  #get(endpoint: string, key: string): Promise<Answer> {
+    return this.#request(endpoint, "GET", `/api/mta/${endpoint}/${pathSegment(key)}`);
+  }
+
+  /** One request with one retry when a kept-alive connection turned out to be closed already. */
+  async #request(
+    endpoint: string,
+    method: string,
+    path: string,
+    body?: string,
+    headers: Record<string, string> = {},
+  ): Promise<Answer> {
+    const started = performance.now();
+    let outcome = "error";
+    try {
+      let answer: Answer;
+      try {
+        answer = await this.#send(method, path, body, headers);
+      } catch (error) {
+        if (!(error instanceof StaleConnection)) throw error;
+        answer = await this.#send(method, path, body, headers);
+      }
+      outcome = String(answer.status);
+      this.#check(endpoint, answer);
+      if (this.#down) {
+        this.#down = false;
+        this.#logger.info("account service reachable again");
+      }
+      return answer;
+    } catch (error) {
+      if (error instanceof TimedOut) outcome = "timeout";
+      const unavailable =
+        error instanceof ServiceUnavailable
+          ? error
+          : new ServiceUnavailable(error instanceof Error ? error.message : String(error));
+      this.#failed(unavailable);
+      throw unavailable;
+    } finally {
+      this.#metrics.serviceRequests.inc({ endpoint, outcome });
+      this.#metrics.serviceDuration.observe({ endpoint }, (performance.now() - started) / 1000);
+    }
+  }
+
+  /** Answers that mean "ask again later", whatever the endpoint. */
+  #check(endpoint: string, answer: Answer): void {
+    const body = answer.body as { message?: unknown; error?: unknown } | null;
+    if (answer.status >= 500 || answer.status === 429 || answer.status === 408) {
+      throw new ServiceUnavailable(`${endpoint}: HTTP ${answer.status}`);
+    }
+    // The token guard's answers carry `error` (401) or name the scope (403); a refused sign-in does not.
+    if (answer.status === 401 && body && typeof body === "object" && "error" in body) {
+      throw new ServiceUnavailable(`the service refused SERVICE_TOKEN: ${String(body.message)}`);
+    }
+    if (answer.status === 403 && typeof body?.message === "string" && body.message.startsWith("Token ")) {
+      throw new ServiceUnavailable(`the service refused SERVICE_TOKEN: ${body.message}`);
+    }
+    if (answer.status === 404 && body?.message === "Not found") {
+      throw new ServiceUnavailable(`${endpoint}: no such route (is SERVICE_URL the service's base URL?)`);
+    }
+  }
+
+  #failed(error: ServiceUnavailable): void {
+    if (!this.#down) {
+      this.#down = true;
+      this.#logger.error(
+        { err: error.message },
+        "account service unavailable: lookups answer TEMP, sign-ins fail",
+      );
+    } else {
+      this.#logger.debug({ err: error.message }, "account service still unavailable");
+    }
+  }
+
+  #send(
+    method: string,
+    path: string,
+    body: string | undefined,
+    headers: Record<string, string>,
+  ): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const request = this.#transport.request(
+        {
+          protocol: this.#base.protocol,
+          hostname: this.#base.hostname.replace(/^\[|\]$/g, ""),
+          port: this.#base.port || undefined,
+          method,
+          path: this.#basePath + path,
+          agent: this.#agent,
+          headers: {
+            ...headers,
+            authorization: this.#authorization,
+            accept: "application/json",
+            ...(body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }),
+          },
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          response.on("data", (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > MAX_BODY_BYTES) {
+              request.destroy(new ServiceUnavailable(`answer larger than ${MAX_BODY_BYTES} bytes`));
+              return;
+            }
+            chunks.push(chunk);
+          });
+          response.on("end", () => {
+            clearTimeout(timer);
+            const text = Buffer.concat(chunks).toString("utf8");
+            let parsed: unknown = null;
+            try {
+              parsed = text === "" ? null : JSON.parse(text);
+            } catch {
+              parsed = null;
+            }
+            resolve({ status: response.statusCode ?? 0, body: parsed });
+          });
+          response.on("error", (error) => {
+            clearTimeout(timer);
+            reject(error);
+          });
+        },
+      );
+      const timer = setTimeout(() => request.destroy(new TimedOut(this.#timeoutMs)), this.#timeoutMs);
+      request.on("error", (error: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        // The server closed an idle kept-alive connection just as we reused it (Node's documented
+        // race): nothing reached the service, so sending again is safe.
+        if (request.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
+          reject(new StaleConnection());
+        } else {
+          reject(error);
+        }
+      });
+      request.end(body);
+    });
+  }
+}
+
+class TimedOut extends ServiceUnavailable {
+  constructor(ms: number) {
+    super(`no answer within ${ms} ms (SERVICE_TIMEOUT)`);
+  }
+}
+
+class StaleConnection extends Error {}
