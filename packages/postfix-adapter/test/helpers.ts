@@ -343,7 +343,7 @@ export class SocketmapClient {
 
 export class PolicyClient {
   readonly connection: Connection;
-  private constructor(connection: Connection) {
+  constructor(connection: Connection) {
     this.connection = connection;
   }
   static async open(port: number): Promise<PolicyClient> {
