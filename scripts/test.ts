@@ -7,10 +7,11 @@ import { spawn } from "node:child_process";
 import { globSync } from "node:fs";
 
 const all = ["packages/*/test/**/*.test.ts", "bench/**/*.test.ts"].flatMap((p) => globSync(p)).sort();
-// Suites whose behaviour depends on the database; pure units, SQLite's own (sqlite-*) and the
+// Suites whose behaviour depends on the database; pure units, SQLite's own (sqlite-*), the browser
+// suites (pages over the same services; their database work is covered by web-* suites) and the
 // janitor run once.
 const databaseSuites = all.filter(
-  (f) => f.startsWith("packages/service/test/") && !/\/(units|credentials\/|sqlite-)/.test(f),
+  (f) => f.startsWith("packages/service/test/") && !/\/(units|credentials\/|sqlite-|browser\/)/.test(f),
 );
 const extra = process.argv.slice(2);
 

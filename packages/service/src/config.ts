@@ -16,6 +16,14 @@ export interface Config {
   webhookRetryDelays: number[];
   /** The integration API also under userli's path prefixes (/api/dovecot, /api/postfix, ...). */
   userliCompat: boolean;
+  /** Fastify's `trustProxy`: false, true, or a comma-separated list of proxy addresses/CIDRs. */
+  trustProxy: boolean | string;
+  /** The web pages for people (sign-in, self-service, registration, recovery, admin area). */
+  webEnabled: boolean;
+  /** k-anonymity range API of leaked passwords checked for new passwords; null = no check. */
+  pwnedPasswordsUrl: string | null;
+  /** SMTP relay of outgoing e-mail (smtp:// or smtps://); null = no e-mail is sent. */
+  smtpUrl: string | null;
 }
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -43,6 +51,10 @@ export const configVariables = [
   "JOBS_ENABLED",
   "WEBHOOK_RETRY_DELAYS",
   "USERLI_COMPAT",
+  "TRUST_PROXY",
+  "WEB_ENABLED",
+  "PWNED_PASSWORDS_URL",
+  "SMTP_URL",
 ] as const;
 
 /**
@@ -79,6 +91,21 @@ export const configVariableHelp: Record<
     default: "false",
     meaning: "also answer under userli's /api/dovecot, /api/postfix, /api/roundcube, /api/keycloak",
   },
+  TRUST_PROXY: {
+    default: "false",
+    meaning:
+      "behind a reverse proxy: true, or its addresses (comma-separated IPs/CIDRs); client IP and TLS from X-Forwarded-*",
+  },
+  WEB_ENABLED: { default: "true", meaning: "serve the web pages for people (false: APIs only)" },
+  PWNED_PASSWORDS_URL: {
+    default: "",
+    meaning:
+      "range API of leaked passwords new passwords are checked against, e.g. https://api.pwnedpasswords.com/range",
+  },
+  SMTP_URL: {
+    default: "",
+    meaning: "SMTP relay for e-mail to users, e.g. smtp://127.0.0.1:25 (unset: no e-mail)",
+  },
 };
 
 /**
@@ -105,6 +132,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobsEnabled: parseBoolean("JOBS_ENABLED", read("JOBS_ENABLED"), true),
     webhookRetryDelays: parseDelays("WEBHOOK_RETRY_DELAYS", read("WEBHOOK_RETRY_DELAYS") ?? "10,60,360"),
     userliCompat: parseBoolean("USERLI_COMPAT", read("USERLI_COMPAT"), false),
+    trustProxy: parseTrustProxy(read("TRUST_PROXY")),
+    webEnabled: parseBoolean("WEB_ENABLED", read("WEB_ENABLED"), true),
+    pwnedPasswordsUrl: parseHttpUrl("PWNED_PASSWORDS_URL", read("PWNED_PASSWORDS_URL"), ["http:", "https:"]),
+    smtpUrl: parseHttpUrl("SMTP_URL", read("SMTP_URL"), ["smtp:", "smtps:"]),
   };
 }
 
@@ -160,6 +191,30 @@ function parseDelays(name: string, value: string): number[] {
     );
   }
   return parts.map(Number);
+}
+
+function parseTrustProxy(value: string | undefined): boolean | string {
+  if (value === undefined || /^(0|false|no|off)$/i.test(value)) return false;
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  const parts = value.split(",").map((part) => part.trim());
+  if (!parts.every((part) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(part)))
+    throw new ConfigError(
+      `TRUST_PROXY: expected true, false or proxy addresses like 10.0.0.1,fd00::/8, got "${value}"`,
+    );
+  return parts.join(",");
+}
+
+function parseHttpUrl(name: string, value: string | undefined, schemes: string[]): string | null {
+  if (value === undefined) return null;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name}: not a URL: "${redactUrl(value)}"`);
+  }
+  if (!schemes.includes(url.protocol))
+    throw new ConfigError(`${name}: expected a ${schemes.join(" or ")} URL, got "${redactUrl(value)}"`);
+  return value;
 }
 
 /** Hides the password of a connection URL so it can be printed. */

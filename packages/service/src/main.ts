@@ -8,6 +8,8 @@ import { buildApp } from "./http/app.ts";
 import { createLogger } from "./logger.ts";
 import { createServices } from "./services.ts";
 import { serviceVersion } from "./version.ts";
+import { webInterface } from "./web/plugin.ts";
+import { notFoundPage } from "./web/render.ts";
 
 /** How long requests in flight may take to finish after SIGTERM before their connections are cut. */
 const shutdownGraceMs = 5000;
@@ -24,12 +26,21 @@ async function main() {
   });
   const applied = await migrateToLatest(database);
   if (applied.length > 0) logger.info({ migrations: applied }, "database schema updated");
-  const services = createServices(database, new CryptoPool(config.cryptoPoolSize));
+  const services = createServices(database, new CryptoPool(config.cryptoPoolSize), {
+    pwnedPasswordsUrl: config.pwnedPasswordsUrl,
+    onPasswordLookupError: (error) =>
+      logger.warn(
+        { err: error instanceof Error ? error.message : String(error) },
+        "leaked-password lookup failed",
+      ),
+  });
   const app = await buildApp({
     logger,
     services,
     metricsToken: config.metricsToken,
     userliCompat: config.userliCompat,
+    trustProxy: config.trustProxy,
+    ...(config.webEnabled ? { web: { plugin: webInterface, notFound: notFoundPage } } : {}),
   });
   const background = createBackground(services, logger, {
     webhooks: { retryDelays: config.webhookRetryDelays },

@@ -2,9 +2,11 @@ import { AliasService } from "./accounts/aliases.ts";
 import { DomainService } from "./accounts/domains.ts";
 import { IdentityService } from "./accounts/identity.ts";
 import { LifecycleService } from "./accounts/lifecycle.ts";
+import { PasswordPolicy } from "./accounts/password-policy.ts";
 import { RetentionService } from "./accounts/retention.ts";
 import { SettingsService } from "./accounts/settings.ts";
 import { SignInService } from "./accounts/sign-in.ts";
+import { SignInThrottle } from "./accounts/sign-in-throttle.ts";
 import { UserService } from "./accounts/users.ts";
 import type { CryptoPool } from "./credentials/crypto-pool.ts";
 import type { DatabaseHandle } from "./db/database.ts";
@@ -26,6 +28,8 @@ export interface Services {
   aliases: AliasService;
   lifecycle: LifecycleService;
   signIn: SignInService;
+  signInThrottle: SignInThrottle;
+  passwordPolicy: PasswordPolicy;
   identity: IdentityService;
   retention: RetentionService;
   tokens: TokenService;
@@ -37,6 +41,10 @@ export interface Services {
 export interface ServiceOptions {
   /** Time source of the webhook outbox (tests use a fast clock). */
   clock?: () => number;
+  /** PWNED_PASSWORDS_URL: the k-anonymity range API new passwords are checked against. */
+  pwnedPasswordsUrl?: string | null;
+  /** Where a failed range lookup is reported (it never blocks a password). */
+  onPasswordLookupError?: (error: unknown) => void;
 }
 
 export function createServices(
@@ -49,6 +57,7 @@ export function createServices(
   const events = new WebhookOutbox(options.clock);
   const settings = new SettingsService(db);
   const users = new UserService(db, pool, settings, events);
+  const signInThrottle = new SignInThrottle(db);
   return {
     database,
     pool,
@@ -58,7 +67,13 @@ export function createServices(
     users,
     aliases: new AliasService(db, users),
     lifecycle: new LifecycleService(db, pool, settings, users, events),
-    signIn: new SignInService(db, pool, settings, users, (result) => metrics.signIns.inc({ result })),
+    signInThrottle,
+    passwordPolicy: new PasswordPolicy(options.pwnedPasswordsUrl ?? null, {
+      ...(options.onPasswordLookupError ? { onLookupError: options.onPasswordLookupError } : {}),
+    }),
+    signIn: new SignInService(db, pool, settings, users, signInThrottle, (result) =>
+      metrics.signIns.inc({ result }),
+    ),
     identity: new IdentityService(db),
     retention: new RetentionService(db, users, settings),
     tokens: new TokenService(db),

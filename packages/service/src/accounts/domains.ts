@@ -42,6 +42,12 @@ export class DomainService {
     return managedDomain(this.#db, rawName);
   }
 
+  /** The primary domain: the first one created (sign-in without @, the first admin's address). */
+  async primary(): Promise<Domain | null> {
+    const row = await this.#db.selectFrom("domains").selectAll().orderBy("id").limit(1).executeTakeFirst();
+    return row ? toDomain(row) : null;
+  }
+
   async get(rawName: string): Promise<Domain> {
     const domain = await this.find(rawName);
     if (!domain) throw notFound("domain not found");

@@ -1,7 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type { Expression, ExpressionBuilder, Kysely, SqlBool, Transaction } from "kysely";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
-import { openSecretBox, SecretBoxError, sealSecretBox } from "../credentials/mailcrypt.ts";
+import {
+  generateMailCryptKeyPair,
+  newRecoveryToken,
+  openSecretBox,
+  SecretBoxError,
+  sealSecretBox,
+} from "../credentials/mailcrypt.ts";
 import { hashPassword, verifyPassword } from "../credentials/passwords.ts";
 import type { Database } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
@@ -15,7 +21,7 @@ import {
   mailCryptFor,
   mailCryptMaterial,
 } from "./mail-crypt-policy.ts";
-import { isActiveUser } from "./queries.ts";
+import { endWebSessions, isActiveUser } from "./queries.ts";
 import { isExemptFromInactivityDeletion } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
 import { checkNewPassword, nowSeconds, toUser, type User, type UserService } from "./users.ts";
@@ -135,6 +141,7 @@ export class LifecycleService {
       .execute();
     const freed = [user.email, ...aliases.map((a) => a.source)];
     await this.removeOrphanedOpenPgpKeys(freed, trx);
+    await endWebSessions(trx, user.id);
     await this.#events.record(trx, "user.deleted", user);
     return true;
   }
@@ -152,6 +159,7 @@ export class LifecycleService {
         .where(isActiveUser)
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) throw notFound("user not found");
+      await endWebSessions(trx, user.id);
       await this.#events.record(trx, "user.reset", user);
     });
     return { recoveryToken: material?.recoveryToken ?? null };
@@ -183,7 +191,12 @@ export class LifecycleService {
   }
 
   /** A password change by someone who knows the old one: the MailCrypt key is re-sealed, mail stays readable. */
-  async changePassword(rawEmail: string, oldPassword: string, rawNewPassword: unknown): Promise<void> {
+  async changePassword(
+    rawEmail: string,
+    oldPassword: string,
+    rawNewPassword: unknown,
+    options: { keepSessionIdHash?: string } = {},
+  ): Promise<void> {
     const newPassword = checkNewPassword(rawNewPassword);
     const user = await this.#active(rawEmail);
     if (!(await verifyPassword(oldPassword, user.passwordHash, this.#pool)).valid)
@@ -202,19 +215,67 @@ export class LifecycleService {
       }
     }
     const hash = await hashPassword(newPassword, this.#pool);
+    await this.#db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable("users")
+        .set({
+          password: hash,
+          mail_crypt_secret_box: secretBox,
+          password_change_required: 0,
+          updated_at: nowSeconds(),
+        })
+        .where("id", "=", user.id)
+        .where("password", "=", user.passwordHash)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) !== 1)
+        throw conflict("the password was changed concurrently; try again");
+      await endWebSessions(trx, user.id, options.keepSessionIdHash);
+    });
+  }
+
+  /**
+   * A new recovery token for a user who knows the password: the MailCrypt private key is sealed
+   * under it (a user without keys gets a pair first, not switched on), which makes the old token
+   * useless and stops a recovery in progress. The token is returned once and never stored.
+   */
+  async renewRecoveryToken(rawEmail: string, password: string): Promise<string> {
+    const user = await this.#active(rawEmail);
+    if (!(await verifyPassword(password, user.passwordHash, this.#pool)).valid)
+      throw invalid("password: wrong password");
+    let privateKey: string;
+    let publicKey = user.mailCryptPublicKey;
+    let secretBox = user.mailCryptSecretBox;
+    if (secretBox && publicKey) {
+      try {
+        privateKey = await openSecretBox(secretBox, password, this.#pool);
+      } catch (error) {
+        if (error instanceof SecretBoxError)
+          throw conflict("the MailCrypt key cannot be opened with this password");
+        throw error;
+      }
+    } else {
+      const pair = await generateMailCryptKeyPair();
+      privateKey = pair.privateKey;
+      publicKey = pair.publicKey;
+      secretBox = await sealSecretBox(privateKey, password, this.#pool);
+    }
+    const recoveryToken = newRecoveryToken();
+    const recoverySecretBox = await sealSecretBox(privateKey, recoveryToken, this.#pool);
     const updated = await this.#db
       .updateTable("users")
       .set({
-        password: hash,
+        mail_crypt_public_key: publicKey,
         mail_crypt_secret_box: secretBox,
-        password_change_required: 0,
+        recovery_secret_box: recoverySecretBox,
+        recovery_start_time: null,
         updated_at: nowSeconds(),
       })
       .where("id", "=", user.id)
       .where("password", "=", user.passwordHash)
+      .where(isActiveUser)
       .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== 1)
-      throw conflict("the password was changed concurrently; try again");
+    if (Number(updated.numUpdatedRows) !== 1) throw conflict("the account changed meanwhile; try again");
+    return recoveryToken;
   }
 
   /** Soft delete of an alias: the address stays taken, owner and destinations are cleared. */

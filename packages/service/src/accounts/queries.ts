@@ -45,3 +45,17 @@ export const activeUserRow = (
   email: string,
 ): Promise<Selectable<UserTable> | undefined> =>
   db.selectFrom("users").selectAll().where("email", "=", email).where(isActiveUser).executeTakeFirst();
+
+/**
+ * A change of credentials (password change, reset, restore, deletion) ends the user's web sessions,
+ * all but the one it was made in, if any: whoever held the old password is signed out.
+ */
+export async function endWebSessions(
+  db: Kysely<Database>,
+  userId: number,
+  keepIdHash?: string,
+): Promise<void> {
+  let query = db.deleteFrom("web_sessions").where("user_id", "=", userId);
+  if (keepIdHash) query = query.where("id_hash", "!=", keepIdHash);
+  await query.execute();
+}

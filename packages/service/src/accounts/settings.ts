@@ -103,6 +103,20 @@ export const settingDefinitions = {
     max: 36500,
     description: "Days an inactive user stays listed before the inactive-user job deletes it",
   },
+  web_session_idle_minutes: {
+    type: "integer",
+    default: 60,
+    min: 5,
+    max: 10080,
+    description: "Minutes without a request after which a web session ends",
+  },
+  web_session_lifetime_hours: {
+    type: "integer",
+    default: 24,
+    min: 1,
+    max: 8760,
+    description: "Hours after sign-in after which a web session ends, however active",
+  },
 } as const satisfies Record<string, SettingDefinition>;
 
 export type SettingName = keyof typeof settingDefinitions;

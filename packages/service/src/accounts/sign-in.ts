@@ -16,6 +16,7 @@ import {
 import { activeUserRow } from "./queries.ts";
 import { effectiveRoles } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
+import type { SignInThrottle } from "./sign-in-throttle.ts";
 import { nowSeconds, toUser, type User, type UserService } from "./users.ts";
 
 /**
@@ -26,8 +27,9 @@ import { nowSeconds, toUser, type User, type UserService } from "./users.ts";
 export type SignInResult =
   | { kind: "unknown" }
   | { kind: "wrong_password" }
-  | { kind: "spam" }
-  | { kind: "password_change_required" }
+  | { kind: "spam"; user: User }
+  | { kind: "password_change_required"; user: User }
+  | { kind: "throttled"; retryAfter: number }
   | { kind: "ok"; user: User; mailCrypt: MailCryptUnlock };
 
 /** The outcome of a second-factor check; see `SignInService.validateSecondFactor`. */
@@ -46,6 +48,16 @@ export type MailCryptUnlock =
 export interface SignInOptions {
   /** Open the MailCrypt private key with the password (passdb). */
   unlockMailCrypt?: boolean;
+  /**
+   * Apply the brute-force policy (sign-in-throttle.ts): a throttled attempt is answered without
+   * checking the password, a failure is counted for the address and the client.
+   */
+  throttle?: { client?: string | undefined };
+  /**
+   * The door has a second step (the web's 2FA): the sign-in is recorded as activity only once that
+   * step succeeds (`recordSecondFactor`), not at the password.
+   */
+  deferActivity?: boolean;
 }
 
 export class SignInService {
@@ -53,6 +65,7 @@ export class SignInService {
   readonly #pool: CryptoPool;
   readonly #settings: SettingsService;
   readonly #users: UserService;
+  readonly #throttle: SignInThrottle;
   readonly #observe: (result: SignInResult["kind"]) => void;
 
   constructor(
@@ -60,20 +73,45 @@ export class SignInService {
     pool: CryptoPool,
     settings: SettingsService,
     users: UserService,
+    throttle: SignInThrottle,
     observe: (result: SignInResult["kind"]) => void = () => {},
   ) {
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
     this.#users = users;
+    this.#throttle = throttle;
     this.#observe = observe;
   }
 
   /** The one rule for who may sign in with a password; every sign-in path calls it. */
   async signIn(rawEmail: string, password: string, options: SignInOptions = {}): Promise<SignInResult> {
-    const result = await this.#signIn(rawEmail, password, options);
+    const result = options.throttle
+      ? await this.#throttled(rawEmail, password, options, options.throttle.client)
+      : await this.#signIn(rawEmail, password, options);
     this.#observe(result.kind);
     return result;
+  }
+
+  async #throttled(
+    rawEmail: string,
+    password: string,
+    options: SignInOptions,
+    client: string | undefined,
+  ): Promise<SignInResult> {
+    const subjects = { account: String(rawEmail).trim(), client };
+    const retryAfter = await this.#throttle.retryAfter(subjects);
+    if (retryAfter > 0) return { kind: "throttled", retryAfter };
+    const result = await this.#signIn(rawEmail, password, options);
+    if (result.kind === "unknown" || result.kind === "wrong_password")
+      await this.#throttle.recordFailure(subjects);
+    else await this.#throttle.recordSuccess(subjects);
+    return result;
+  }
+
+  /** The second step of a deferred sign-in succeeded: now it counts as the user's activity. */
+  async recordSecondFactor(user: User): Promise<void> {
+    await recordActivity(this.#db, user, { kind: "sign-in" });
   }
 
   async #signIn(rawEmail: string, password: string, options: SignInOptions): Promise<SignInResult> {
@@ -87,8 +125,8 @@ export class SignInService {
     const check = await verifyPassword(password, user.passwordHash, this.#pool);
     if (!check.valid) return { kind: "wrong_password" };
     const roles = effectiveRoles(user.roles);
-    if (roles.has("ROLE_SPAM")) return { kind: "spam" };
-    if (user.passwordChangeRequired) return { kind: "password_change_required" };
+    if (roles.has("ROLE_SPAM")) return { kind: "spam", user };
+    if (user.passwordChangeRequired) return { kind: "password_change_required", user };
 
     const level = await this.#settings.get("mail_crypt");
     let current = user;
@@ -98,7 +136,7 @@ export class SignInService {
     });
     if (action !== "keep") current = await this.#enableMailCrypt(user, password, action);
     if (check.needsRehash) await this.#rehash(current, password);
-    await recordActivity(this.#db, current, { kind: "sign-in" });
+    if (!options.deferActivity) await recordActivity(this.#db, current, { kind: "sign-in" });
     const mailCrypt = options.unlockMailCrypt
       ? await this.#unlock(current, password, level)
       : { state: "off" as const };

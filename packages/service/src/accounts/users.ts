@@ -1,7 +1,7 @@
 import type { Kysely, Selectable, Transaction } from "kysely";
 import { generateBackupCodes, hashBackupCode } from "../credentials/backup-codes.ts";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
-import { hashPassword } from "../credentials/passwords.ts";
+import { hashPassword, MAX_PASSWORD_BYTES } from "../credentials/passwords.ts";
 import { generateTotpSecret } from "../credentials/totp.ts";
 import { type Database, flag, toFlag, type UserTable } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
@@ -79,6 +79,7 @@ export function parseStringList(json: string): string[] {
 export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 export const minPasswordLength = 12;
+export const maxPasswordBytes = MAX_PASSWORD_BYTES;
 
 /** The password policy for every password a person chooses (create, change, reset, restore). */
 export function checkNewPassword(password: unknown): string {
@@ -86,7 +87,8 @@ export function checkNewPassword(password: unknown): string {
   if ([...password].length < minPasswordLength) {
     throw invalid(`password: must be at least ${minPasswordLength} characters`);
   }
-  if (Buffer.byteLength(password) > 4096) throw invalid("password: must be at most 4096 bytes");
+  if (Buffer.byteLength(password) > maxPasswordBytes)
+    throw invalid(`password: must be at most ${maxPasswordBytes} bytes`);
   return password;
 }
 

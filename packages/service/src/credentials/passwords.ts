@@ -7,7 +7,7 @@ import { sodium } from "./sodium.ts";
 const OPSLIMIT = 4;
 const MEMLIMIT = 67108864;
 const CURRENT_PREFIX = "$argon2id$v=19$m=65536,t=4,p=1$";
-const MAX_PASSWORD_BYTES = 4096;
+export const MAX_PASSWORD_BYTES = 4096;
 
 /** Hash of a random password nobody knows, with the current parameters: the unknown-user decoy. */
 const DUMMY_HASH =

@@ -2,6 +2,8 @@ import formBody from "@fastify/formbody";
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
   type HTTPMethods,
   LogController,
 } from "fastify";
@@ -27,6 +29,16 @@ export interface AppOptions {
   metricsToken?: string | null;
   /** USERLI_COMPAT: the integration API also under userli's path prefixes. */
   userliCompat?: boolean;
+  /** TRUST_PROXY: client address and protocol from X-Forwarded-* (set when behind a reverse proxy). */
+  trustProxy?: boolean | string;
+  /** The web interface (pages for people); registered by main.ts, absent in API-only tests. */
+  web?: WebSurface;
+}
+
+/** The web interface as the app sees it: its plugin and its HTML page for unknown paths. */
+export interface WebSurface {
+  plugin: (scope: FastifyInstance, services: Services) => Promise<void>;
+  notFound: (request: FastifyRequest, reply: FastifyReply) => unknown;
 }
 
 export async function buildApp({
@@ -34,10 +46,13 @@ export async function buildApp({
   services,
   metricsToken = null,
   userliCompat = false,
+  trustProxy = false,
+  web,
 }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit,
+    trustProxy,
     // No path parameter is cut short by the router (its 414 would echo the URL): a whole request
     // line fits in Node's 16 KiB header limit, and each route's own check answers a too long
     // address 400 "invalid e-mail address" (or domain name) like any other bad one.
@@ -83,7 +98,12 @@ export async function buildApp({
     reply.code(503).type("application/json; charset=utf-8").send(shuttingDown);
   });
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ message: "Not found" }));
+  // Unknown paths of the APIs answer JSON; any other is a page a person may have typed.
+  app.setNotFoundHandler((request, reply) =>
+    web && !/^\/(api|\.well-known)(\/|$)/.test(request.url)
+      ? web.notFound(request, reply)
+      : reply.code(404).send({ message: "Not found" }),
+  );
   const { metrics } = services;
   // A callback hook, not an async one: no promise per request (bench/README.md#instructions-per-request).
   app.addHook("onResponse", (request, reply, done) => {
@@ -108,6 +128,7 @@ export async function buildApp({
   await app.register(async (scope) => adminApi(scope, services));
   await app.register(async (scope) => healthRoutes(scope, services));
   await app.register(async (scope) => metricsRoutes(scope, services, metricsToken));
+  if (web) await app.register(async (scope) => web.plugin(scope, services));
 
   // A known path with another method is a 405 that names the allowed methods, before any token check.
   for (const [url, methods] of [...routesByUrl]) {

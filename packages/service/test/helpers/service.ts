@@ -4,8 +4,10 @@ import { openDatabase } from "../../src/db/database.ts";
 import { migrateToLatest } from "../../src/db/migrate.ts";
 import { buildApp } from "../../src/http/app.ts";
 import { createLogger } from "../../src/logger.ts";
-import { createServices, type Services } from "../../src/services.ts";
+import { createServices, type ServiceOptions, type Services } from "../../src/services.ts";
 import type { StoredScope } from "../../src/tokens/tokens.ts";
+import { webInterface } from "../../src/web/plugin.ts";
+import { notFoundPage } from "../../src/web/render.ts";
 import { scratchDatabase } from "./databases.ts";
 
 export interface TestService {
@@ -38,18 +40,30 @@ export interface TestResponse {
  * The real HTTP server on a free port over a real SQLite file in a temporary directory.
  * `TEST_DATABASE_URL` switches the whole API suite to another database.
  */
-export async function startService(
-  options: { metricsToken?: string; userliCompat?: boolean } = {},
-): Promise<TestService> {
+export interface StartOptions {
+  metricsToken?: string;
+  userliCompat?: boolean;
+  /** Serve the web pages too (as `npm start` does). */
+  web?: boolean;
+  pwnedPasswordsUrl?: string;
+  /** Extra options for createServices (the e-mail relay, clocks). */
+  serviceOptions?: ServiceOptions;
+}
+
+export async function startService(options: StartOptions = {}): Promise<TestService> {
   const { url, remove } = await scratchDatabase("mas-test-");
   const database = await openDatabase(url, { poolSize: 4 });
   await migrateToLatest(database);
-  const services = createServices(database, new CryptoPool(2));
+  const services = createServices(database, new CryptoPool(2), {
+    pwnedPasswordsUrl: options.pwnedPasswordsUrl ?? null,
+    ...options.serviceOptions,
+  });
   const app = await buildApp({
     logger: createLogger("silent"),
     services,
     metricsToken: options.metricsToken ?? null,
     userliCompat: options.userliCompat ?? false,
+    ...(options.web ? { web: { plugin: webInterface, notFound: notFoundPage } } : {}),
   });
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
 

@@ -25,5 +25,10 @@ export function refuseSignIn(
       return reply.code(403).send({ message: "user disabled due to spam role" });
     case "password_change_required":
       return reply.code(403).send({ message: "user password change required" });
+    case "throttled":
+      return reply
+        .code(429)
+        .header("retry-after", "1")
+        .send({ message: "too many failed sign-ins, try again later" });
   }
 }

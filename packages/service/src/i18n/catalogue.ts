@@ -1,0 +1,52 @@
+import { account } from "./areas/account.ts";
+import { common } from "./areas/common.ts";
+import { signIn } from "./areas/sign-in.ts";
+
+/**
+ * Every text a person reads (pages and e-mails) comes from this catalogue. Each area is one file
+ * holding English and German side by side; the type of `area` makes a missing German text a
+ * compile error, so a locale is complete or does not build.
+ */
+export const locales = ["en", "de"] as const;
+export type Locale = (typeof locales)[number];
+export const defaultLocale: Locale = "en";
+
+const areas = { ...common.en, ...signIn.en, ...account.en };
+export type MessageKey = keyof typeof areas;
+
+const catalogue: Record<Locale, Record<MessageKey, string>> = {
+  en: areas,
+  de: { ...common.de, ...signIn.de, ...account.de },
+};
+
+export const isLocale = (value: unknown): value is Locale =>
+  typeof value === "string" && (locales as readonly string[]).includes(value);
+
+export type Translate = (key: MessageKey, params?: Record<string, string | number>) => string;
+
+/** `{name}` placeholders are replaced by the params; the result is text, escaped where it is used. */
+export function translator(locale: Locale): Translate {
+  const messages = catalogue[locale];
+  return (key, params) => {
+    const text = messages[key];
+    if (!params) return text;
+    return text.replace(/\{(\w+)\}/g, (whole, name: string) =>
+      Object.hasOwn(params, name) ? String(params[name]) : whole,
+    );
+  };
+}
+
+/** The first supported language of an `Accept-Language` header, by its weights; English otherwise. */
+export function negotiateLocale(acceptLanguage: string | undefined): Locale {
+  if (!acceptLanguage) return defaultLocale;
+  const wanted = acceptLanguage
+    .split(",")
+    .map((part, index) => {
+      const [tag = "", ...options] = part.trim().split(";");
+      const q = options.map((o) => /^\s*q=([0-9.]+)\s*$/.exec(o)).find(Boolean);
+      return { tag: tag.toLowerCase().split("-")[0] ?? "", q: q ? Number(q[1]) : 1, index };
+    })
+    .filter((entry) => entry.q > 0)
+    .sort((a, b) => b.q - a.q || a.index - b.index);
+  return wanted.map((entry) => entry.tag).find(isLocale) ?? defaultLocale;
+}

@@ -1,0 +1,148 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { User } from "../../accounts/users.ts";
+import { type FieldErrors, seeOther, sessionCookie, type WebServices } from "../context.ts";
+import { render } from "../render.ts";
+
+interface LoginBody {
+  email?: string;
+  password?: string;
+}
+
+interface CodeBody {
+  code?: string;
+}
+
+const text = (value: unknown): string => (typeof value === "string" ? value : "");
+
+/** Sets the session cookie: HttpOnly, SameSite=Lax, Secure (and `__Host-`) over TLS. */
+export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, id: string) {
+  const secure = request.protocol === "https";
+  reply.setCookie(sessionCookie(secure), id, { path: "/", httpOnly: true, sameSite: "lax", secure });
+}
+
+export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply) {
+  const secure = request.protocol === "https";
+  reply.clearCookie(sessionCookie(secure), { path: "/", httpOnly: true, sameSite: "lax", secure });
+}
+
+/** `/`, `/login`, `/2fa`, `/logout`. */
+export async function signInPages(app: FastifyInstance, services: WebServices) {
+  const { sessions, signIn, domains } = services;
+
+  /** A bare local part means an address on the primary domain. */
+  const qualify = async (email: string): Promise<string> => {
+    const trimmed = email.trim();
+    if (trimmed === "" || trimmed.includes("@")) return trimmed;
+    const primary = await domains.primary();
+    return primary ? `${trimmed}@${primary.name}` : trimmed;
+  };
+
+  const loginForm = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    values: Record<string, string> = {},
+    errors: FieldErrors = {},
+    status = 200,
+  ) => {
+    const primary = await domains.primary();
+    const query = request.query as Record<string, string | undefined>;
+    return render(
+      request,
+      reply,
+      "login",
+      { values, errors, primaryDomain: primary?.name ?? "", notice: query.notice ?? "" },
+      status,
+    );
+  };
+
+  /** The user is in: a new session id (never the pre-sign-in one), then the second step or the account. */
+  const startSession = async (request: FastifyRequest, reply: FastifyReply, user: User) => {
+    if (request.web.session) await sessions.end(request.web.session.idHash);
+    const twoFactor = user.totpConfirmed && user.totpSecret !== null;
+    const { id } = await sessions.create(user, twoFactor ? "second_factor" : "signed_in", {
+      clientAddress: request.ip,
+      userAgent: request.headers["user-agent"],
+    });
+    setSessionCookie(request, reply, id);
+    if (twoFactor) return seeOther(reply, "/2fa");
+    await signIn.recordSecondFactor(user);
+    return seeOther(reply, "/account");
+  };
+
+  app.get("/", async (request, reply) => {
+    if (!(await domains.primary())) return seeOther(reply, "/init");
+    if (request.web.session?.stage === "signed_in") return seeOther(reply, "/account");
+    return loginForm(request, reply);
+  });
+
+  app.get("/login", async (request, reply) => {
+    if (request.web.session?.stage === "signed_in") return seeOther(reply, "/account");
+    return loginForm(request, reply);
+  });
+
+  app.post<{ Body: LoginBody }>("/login", { preHandler: app.csrfProtection }, async (request, reply) => {
+    const email = text(request.body?.email);
+    const password = text(request.body?.password);
+    const values = { email };
+    if (email.trim() === "" || password === "") {
+      const errors: FieldErrors = {};
+      if (email.trim() === "") errors.email = { key: "form.required" };
+      if (password === "") errors.password = { key: "form.required" };
+      return loginForm(request, reply, values, errors, 400);
+    }
+    const result = await signIn.signIn(await qualify(email), password, {
+      throttle: { client: request.ip },
+      deferActivity: true,
+    });
+    switch (result.kind) {
+      case "throttled":
+        reply.header("retry-after", String(result.retryAfter));
+        return loginForm(
+          request,
+          reply,
+          values,
+          { email: { key: "login.throttled", params: { seconds: result.retryAfter } } },
+          429,
+        );
+      case "unknown":
+      case "wrong_password":
+        return loginForm(request, reply, values, { password: { key: "login.failed" } }, 401);
+      default:
+        return startSession(request, reply, result.user);
+    }
+  });
+
+  app.get("/2fa", async (request, reply) => {
+    if (request.web.session?.stage !== "second_factor") return seeOther(reply, "/login");
+    return render(request, reply, "two-factor");
+  });
+
+  app.post<{ Body: CodeBody }>("/2fa", { preHandler: app.csrfProtection }, async (request, reply) => {
+    const session = request.web.session;
+    if (session?.stage !== "second_factor") return seeOther(reply, "/login");
+    const code = text(request.body?.code).replace(/\s+/g, "");
+    const subjects = { account: `second-factor:${session.user.email}`, client: request.ip };
+    const retryAfter = await services.signInThrottle.retryAfter(subjects);
+    if (retryAfter > 0) {
+      reply.header("retry-after", String(retryAfter));
+      const errors: FieldErrors = { code: { key: "login.throttled", params: { seconds: retryAfter } } };
+      return render(request, reply, "two-factor", { errors }, 429);
+    }
+    const result = code === "" ? "wrong_code" : await signIn.validateSecondFactor(session.user, code);
+    if (result !== "ok" && result !== "password_change_required") {
+      await services.signInThrottle.recordFailure(subjects);
+      return render(request, reply, "two-factor", { errors: { code: { key: "twoFactor.invalid" } } }, 401);
+    }
+    await services.signInThrottle.recordSuccess(subjects);
+    const { id } = await sessions.renew(session, "signed_in");
+    setSessionCookie(request, reply, id);
+    await signIn.recordSecondFactor(session.user);
+    return seeOther(reply, "/account");
+  });
+
+  app.post("/logout", { preHandler: app.csrfProtection }, async (request, reply) => {
+    if (request.web.session) await sessions.end(request.web.session.idHash);
+    clearSessionCookie(request, reply);
+    return seeOther(reply, "/login?notice=signedOut");
+  });
+}
