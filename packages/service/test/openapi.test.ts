@@ -859,6 +859,28 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
   );
   await M(200, "POST", "/api/mailbox-server/{email}", { email: "alice@example.org" }, { json: { password } });
   await M(200, "POST", "/api/mailbox-server/{email}", { email: "bob@example.org" }, { form: { password } });
+  for (let i = 0; i < 5; i++)
+    await M(
+      404,
+      "POST",
+      "/api/mailbox-server/{email}",
+      { email: "guessed-imap@example.org" },
+      {
+        json: { password: "wrong password 123" },
+        headers: { "x-client-address": "198.51.100.24" },
+      },
+    );
+  await M(
+    429,
+    "POST",
+    "/api/mailbox-server/{email}",
+    { email: "guessed-imap@example.org" },
+    {
+      json: { password },
+      headers: { "x-client-address": "198.51.100.24" },
+      note: "throttled",
+    },
+  );
   await M(
     401,
     "POST",
@@ -928,6 +950,29 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
   await T(403, "POST", "/api/mta/auth", {}, { json: { email: "spam@example.org", password } });
   await T(422, "POST", "/api/mta/auth", {}, { json: { email: "alice@example.org" } });
   await T(400, "POST", "/api/mta/auth", {}, { type: "application/json", body: "{", note: "malformed JSON" });
+  // The brute-force policy: five failures for one address, then the door answers 429 for a while.
+  for (let i = 0; i < 5; i++)
+    await T(
+      401,
+      "POST",
+      "/api/mta/auth",
+      {},
+      {
+        json: { email: "guessed-smtp@example.org", password: "wrong password 123" },
+        headers: { "x-client-address": "198.51.100.25" },
+      },
+    );
+  await T(
+    429,
+    "POST",
+    "/api/mta/auth",
+    {},
+    {
+      json: { email: "guessed-smtp@example.org", password },
+      headers: { "x-client-address": "198.51.100.25" },
+      note: "throttled",
+    },
+  );
 
   // ---- webmail
   const W = (expected: number, options: Parameters<Contract["expect"]>[4]) =>
@@ -958,6 +1003,28 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
   await I(404, "GET", "/api/identity/{domain}/user/{email}", { ...org, email: "nobody@example.org" });
   await I(400, "GET", "/api/identity/{domain}/user/{email}", { domain: "not%20a%20domain", email: "alice" });
   const validate = "/api/identity/{domain}/validate/{email}";
+  for (let i = 0; i < 5; i++)
+    await I(
+      403,
+      "POST",
+      validate,
+      { ...org, email: "guessed-sso@example.org" },
+      {
+        json: { password: "wrong password 123" },
+        headers: { "x-client-address": "198.51.100.26" },
+      },
+    );
+  await I(
+    429,
+    "POST",
+    validate,
+    { ...org, email: "guessed-sso@example.org" },
+    {
+      json: { password },
+      headers: { "x-client-address": "198.51.100.26" },
+      note: "throttled",
+    },
+  );
   await I(200, "POST", validate, { ...org, email: "alice@example.org" }, { json: { password } });
   await I(
     200,

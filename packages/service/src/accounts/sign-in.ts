@@ -52,7 +52,11 @@ export interface SignInOptions {
    * Apply the brute-force policy (sign-in-throttle.ts): a throttled attempt is answered without
    * checking the password, a failure is counted for the address and the client.
    */
-  throttle?: { client?: string | undefined };
+  throttle?: {
+    client?: string | undefined;
+    /** The address the attempt is counted for, when it is not the one signed in with. */
+    account?: string;
+  };
   /**
    * The door has a second step (the web's 2FA): the sign-in is recorded as activity only once that
    * step succeeds (`recordSecondFactor`), not at the password.
@@ -87,7 +91,7 @@ export class SignInService {
   /** The one rule for who may sign in with a password; every sign-in path calls it. */
   async signIn(rawEmail: string, password: string, options: SignInOptions = {}): Promise<SignInResult> {
     const result = options.throttle
-      ? await this.#throttled(rawEmail, password, options, options.throttle.client)
+      ? await this.#throttled(rawEmail, password, options, options.throttle)
       : await this.#signIn(rawEmail, password, options);
     this.#observe(result.kind);
     return result;
@@ -97,9 +101,9 @@ export class SignInService {
     rawEmail: string,
     password: string,
     options: SignInOptions,
-    client: string | undefined,
+    throttle: NonNullable<SignInOptions["throttle"]>,
   ): Promise<SignInResult> {
-    const subjects = { account: String(rawEmail).trim(), client };
+    const subjects = { account: (throttle.account ?? String(rawEmail)).trim(), client: throttle.client };
     const retryAfter = await this.#throttle.retryAfter(subjects);
     if (retryAfter > 0) return { kind: "throttled", retryAfter };
     const result = await this.#signIn(rawEmail, password, options);

@@ -81,6 +81,7 @@ export const statusDescriptions = {
   413: "Request body too large",
   415: "Unsupported content type",
   422: "Invalid input",
+  429: "Too many failed sign-ins: try again after Retry-After seconds",
   500: "Internal error",
   503: "Database unavailable, try again",
 } as const;
@@ -172,3 +173,19 @@ export const apiTags = [
   "openapi",
 ] as const;
 export type ApiTag = (typeof apiTags)[number];
+
+/**
+ * The sign-in doors' optional header naming the client that tries to sign in (Dovecot's `remote_ip`,
+ * Postfix's `client_address`): with it the brute-force policy also counts per client address, and
+ * the owner signing in from an address without failures is not held back by an attacker's.
+ */
+export const ClientAddressHeaders = Type.Object({
+  "x-client-address": Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: "IP address of the client signing in (IMAP, SMTP, webmail or identity provider user)",
+      examples: ["203.0.113.7"],
+    }),
+  ),
+});

@@ -6,7 +6,7 @@ import { readSearch } from "../../../accounts/paging.ts";
 import type { SignInService } from "../../../accounts/sign-in.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
 import { queryInteger, requireDomain } from "../../params.ts";
-import { bodyErrors, DomainParams, SuccessBody } from "../../schemas.ts";
+import { bodyErrors, ClientAddressHeaders, DomainParams, SuccessBody } from "../../schemas.ts";
 import {
   bodyFieldErrors,
   domainErrors,
@@ -15,6 +15,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
+import { throttledMessage, throttleErrors, throttleFor } from "../sign-in-answers.ts";
 
 const ValidateBody = Type.Object(
   {
@@ -181,6 +182,7 @@ export async function identityRoutes(
         ),
         params: ValidateParams,
         body: ValidateBody,
+        headers: ClientAddressHeaders,
         response: {
           200: SuccessBody,
           ...guardResponses("identity", {
@@ -192,6 +194,7 @@ export async function identityRoutes(
             { 400: ["not supported"] },
             domainNotFound,
             bodyFieldErrors("password"),
+            throttleErrors,
             unavailable,
           ),
         },
@@ -208,11 +211,15 @@ export async function identityRoutes(
       }
       const user = email.includes("@") ? await identity.user(domainId, name, email).catch(() => null) : null;
       if (credentialType === "password") {
-        if (!user) {
-          await services.signIn.signIn("", password);
-          return failed();
-        }
-        const result = await services.signIn.signIn(user.email, password);
+        // An address outside the domain is signed in as nobody (the same Argon2 work, always refused).
+        const result = await services.signIn.signIn(user ? user.email : "", password, {
+          throttle: { ...throttleFor(request).throttle, account: email },
+        });
+        if (result.kind === "throttled")
+          return reply
+            .code(429)
+            .header("retry-after", String(result.retryAfter))
+            .send({ message: throttledMessage });
         if (result.kind === "password_change_required")
           return reply.code(403).send({ message: "password change required" });
         return result.kind === "ok" ? { message: "success" as const } : failed();

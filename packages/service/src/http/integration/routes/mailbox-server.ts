@@ -8,6 +8,7 @@ import { notFoundAnswer } from "../../errors.ts";
 import { requireAddress } from "../../params.ts";
 import {
   bodyErrors,
+  ClientAddressHeaders,
   EmailParams,
   errorBody,
   messages,
@@ -24,7 +25,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
-import { refuseSignIn } from "../sign-in-answers.ts";
+import { refuseSignIn, throttleErrors, throttleFor } from "../sign-in-answers.ts";
 
 const PasswordBody = Type.Object(
   { password: Type.String({ minLength: 1 }) },
@@ -162,6 +163,7 @@ export async function mailboxServerRoutes(
         ),
         params: EmailParams,
         body: PasswordBody,
+        headers: ClientAddressHeaders,
         response: {
           200: PassdbAnswer,
           ...guardResponses("mailbox-server", {
@@ -173,6 +175,7 @@ export async function mailboxServerRoutes(
             addressErrors,
             { 404: ["user not found"] },
             bodyFieldErrors("password"),
+            throttleErrors,
             unavailable,
           ),
           // The key failure carries the reason twice; any other fault is the app's plain `internal error`.
@@ -190,12 +193,20 @@ export async function mailboxServerRoutes(
       const { email } = request.params;
       const { password } = request.body;
       requireAddress(email);
-      const result = await services.signIn.signIn(email, password, { unlockMailCrypt: true });
+      const result = await services.signIn.signIn(email, password, {
+        unlockMailCrypt: true,
+        ...throttleFor(request),
+      });
       if (result.kind !== "ok")
-        return refuseSignIn(reply, result.kind, {
-          unknown: { status: 404, message: "user not found" },
-          wrongPassword: { status: 401, message: "authentication failed" },
-        });
+        return refuseSignIn(
+          reply,
+          result.kind,
+          {
+            unknown: { status: 404, message: "user not found" },
+            wrongPassword: { status: 401, message: "authentication failed" },
+          },
+          result.kind === "throttled" ? result.retryAfter : undefined,
+        );
       const { mailCrypt, user } = result;
       if (mailCrypt.state === "failed") {
         request.log.error(

@@ -5,7 +5,7 @@ import type { SignInService } from "../../../accounts/sign-in.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
 import { notFoundAnswer } from "../../errors.ts";
 import { requireAddress, requireDomain } from "../../params.ts";
-import { bodyErrors, DomainParams, EmailParams, SuccessBody } from "../../schemas.ts";
+import { bodyErrors, ClientAddressHeaders, DomainParams, EmailParams, SuccessBody } from "../../schemas.ts";
 import { andThen } from "../eventually.ts";
 import type { MessageLookups } from "../lookups.ts";
 import {
@@ -18,7 +18,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
-import { refuseSignIn } from "../sign-in-answers.ts";
+import { refuseSignIn, throttleErrors, throttleFor } from "../sign-in-answers.ts";
 
 const AuthBody = Type.Object(
   {
@@ -154,22 +154,24 @@ export async function mtaRoutes(
       schema: {
         ...integrationRoute("mta", "SMTP authentication", "Checks an address and password (SASL)."),
         body: AuthBody,
+        headers: ClientAddressHeaders,
         response: {
           200: SuccessBody,
           ...guardResponses("mta", {
             401: ["authentication failed"],
             403: ["user disabled due to spam role", "user password change required"],
           }),
-          ...errorResponses(bodyErrors, bodyFieldErrors("password", "email"), unavailable),
+          ...errorResponses(bodyErrors, bodyFieldErrors("password", "email"), throttleErrors, unavailable),
         },
       },
     },
     async (request, reply) => {
       const { email, password } = request.body;
-      const result = await services.signIn.signIn(email, password);
+      const result = await services.signIn.signIn(email, password, throttleFor(request));
       if (result.kind !== "ok") {
         const failed = { status: 401, message: "authentication failed" } as const;
-        return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed });
+        const retryAfter = result.kind === "throttled" ? result.retryAfter : undefined;
+        return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed }, retryAfter);
       }
       return { message: "success" as const };
     },
