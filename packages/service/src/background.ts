@@ -1,6 +1,7 @@
 import { scheduledJobs } from "./jobs/jobs.ts";
 import { Scheduler } from "./jobs/scheduler.ts";
 import type { Logger } from "./logger.ts";
+import { MailWorker, type MailWorkerOptions } from "./mail/sender.ts";
 import type { Services } from "./services.ts";
 import { DeliveryWorker, type DeliveryWorkerOptions } from "./webhooks/worker.ts";
 
@@ -8,11 +9,15 @@ export interface BackgroundOptions {
   clock?: () => number;
   webhooks?: DeliveryWorkerOptions;
   schedulerCheckIntervalMs?: number;
+  /** SMTP_URL: without it there is no e-mail worker. */
+  smtpUrl?: string | null;
+  mail?: MailWorkerOptions;
 }
 
-/** The in-process background work: the webhook delivery worker and the job scheduler. */
+/** The in-process background work: the webhook delivery worker, the e-mail worker (with SMTP_URL) and the job scheduler. */
 export interface Background {
   worker: DeliveryWorker;
+  mailWorker: MailWorker | null;
   scheduler: Scheduler;
   start(): void;
   stop(): Promise<void>;
@@ -47,15 +52,23 @@ export function createBackground(
     clock: options.clock,
     checkIntervalMs: options.schedulerCheckIntervalMs,
   });
+  const mailWorker = options.smtpUrl
+    ? new MailWorker(db, logger.child({ component: "mail" }), options.smtpUrl, {
+        clock: options.clock,
+        ...options.mail,
+      })
+    : null;
   return {
     worker,
+    mailWorker,
     scheduler,
     start() {
       worker.start();
+      mailWorker?.start();
       scheduler.start();
     },
     async stop() {
-      await Promise.all([worker.stop(), scheduler.stop()]);
+      await Promise.all([worker.stop(), mailWorker?.stop(), scheduler.stop()]);
     },
   };
 }

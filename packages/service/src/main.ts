@@ -33,6 +33,7 @@ async function main() {
         { err: error instanceof Error ? error.message : String(error) },
         "leaked-password lookup failed",
       ),
+    smtpUrl: config.smtpUrl,
   });
   const app = await buildApp({
     logger,
@@ -44,9 +45,12 @@ async function main() {
   });
   const background = createBackground(services, logger, {
     webhooks: { retryDelays: config.webhookRetryDelays },
+    smtpUrl: config.smtpUrl,
   });
   const address = await app.listen({ host: config.listen.host, port: config.listen.port });
   if (config.jobsEnabled) background.start();
+  if (!config.smtpUrl)
+    logger.info("no SMTP_URL: no e-mail is sent to users (welcome, recovery started, alias created)");
 
   // A signal from here on is a graceful stop, whatever the start-up is still doing.
   let stopping = false;

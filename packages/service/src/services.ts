@@ -10,6 +10,7 @@ import { SignInThrottle } from "./accounts/sign-in-throttle.ts";
 import { UserService } from "./accounts/users.ts";
 import type { CryptoPool } from "./credentials/crypto-pool.ts";
 import type { DatabaseHandle } from "./db/database.ts";
+import { MailOutbox } from "./mail/outbox.ts";
 import { Metrics } from "./metrics/metrics.ts";
 import { OpenPgpKeyService } from "./openpgp/keys.ts";
 import { WkdService } from "./openpgp/wkd.ts";
@@ -36,6 +37,8 @@ export interface Services {
   wkd: WkdService;
   openPgpKeys: OpenPgpKeyService;
   webhooks: WebhookService;
+  /** The e-mail outbox: `services.mail.welcome(trx, ...)` inside the change's transaction. */
+  mail: MailOutbox;
 }
 
 export interface ServiceOptions {
@@ -45,6 +48,8 @@ export interface ServiceOptions {
   pwnedPasswordsUrl?: string | null;
   /** Where a failed range lookup is reported (it never blocks a password). */
   onPasswordLookupError?: (error: unknown) => void;
+  /** SMTP_URL: e-mail is written to the outbox only when a relay is configured. */
+  smtpUrl?: string | null;
 }
 
 export function createServices(
@@ -80,5 +85,6 @@ export function createServices(
     wkd: new WkdService(db),
     openPgpKeys: new OpenPgpKeyService(db),
     webhooks: new WebhookService(db),
+    mail: new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock }),
   };
 }

@@ -1,5 +1,6 @@
 import { account } from "./areas/account.ts";
 import { common } from "./areas/common.ts";
+import { mail } from "./areas/mail.ts";
 import { signIn } from "./areas/sign-in.ts";
 
 /**
@@ -17,6 +18,7 @@ const areas = [
   common,
   signIn,
   account,
+  mail,
 ] as const;
 
 type KeysOf<A> = A extends { en: Record<infer K, string> } ? K : never;
