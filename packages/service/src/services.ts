@@ -7,11 +7,15 @@ import { RetentionService } from "./accounts/retention.ts";
 import { SettingsService } from "./accounts/settings.ts";
 import { SignInService } from "./accounts/sign-in.ts";
 import { SignInThrottle } from "./accounts/sign-in-throttle.ts";
+import { TwoFactorService } from "./accounts/two-factor.ts";
+import { UserAliasService } from "./accounts/user-aliases.ts";
 import { UserService } from "./accounts/users.ts";
 import type { CryptoPool } from "./credentials/crypto-pool.ts";
 import type { DatabaseHandle } from "./db/database.ts";
+import { defaultLocale } from "./i18n/catalogue.ts";
 import { MailOutbox } from "./mail/outbox.ts";
 import { Metrics } from "./metrics/metrics.ts";
+import { OpenPgpIdentityService } from "./openpgp/identities.ts";
 import { OpenPgpKeyService } from "./openpgp/keys.ts";
 import { WkdService } from "./openpgp/wkd.ts";
 import { TokenService } from "./tokens/tokens.ts";
@@ -37,6 +41,10 @@ export interface Services {
   wkd: WkdService;
   openPgpKeys: OpenPgpKeyService;
   webhooks: WebhookService;
+  /** Self-service (web): two-factor enrolment, the user's own aliases, the user's OpenPGP keys. */
+  twoFactor: TwoFactorService;
+  userAliases: UserAliasService;
+  openPgpIdentities: OpenPgpIdentityService;
   /** The e-mail outbox: `services.mail.welcome(trx, ...)` inside the change's transaction. */
   mail: MailOutbox;
 }
@@ -63,6 +71,13 @@ export function createServices(
   const settings = new SettingsService(db);
   const users = new UserService(db, pool, settings, events);
   const signInThrottle = new SignInThrottle(db);
+  const mail = new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock });
+  const lifecycle = new LifecycleService(db, pool, settings, users, events);
+  const openPgpKeys = new OpenPgpKeyService(db);
+  // Every alias a user creates on the pages sends "alias created" to its owner (reference 5.10).
+  const userAliases = new UserAliasService(db, lifecycle, (trx, alias, owner, { locale }) =>
+    mail.aliasCreated(trx, { email: owner.email, alias: alias.source, locale: locale ?? defaultLocale }),
+  );
   return {
     database,
     pool,
@@ -71,7 +86,7 @@ export function createServices(
     domains: new DomainService(db),
     users,
     aliases: new AliasService(db, users),
-    lifecycle: new LifecycleService(db, pool, settings, users, events),
+    lifecycle,
     signInThrottle,
     passwordPolicy: new PasswordPolicy(options.pwnedPasswordsUrl ?? null, {
       ...(options.onPasswordLookupError ? { onLookupError: options.onPasswordLookupError } : {}),
@@ -83,8 +98,11 @@ export function createServices(
     retention: new RetentionService(db, users, settings),
     tokens: new TokenService(db),
     wkd: new WkdService(db),
-    openPgpKeys: new OpenPgpKeyService(db),
+    openPgpKeys,
     webhooks: new WebhookService(db),
-    mail: new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock }),
+    twoFactor: new TwoFactorService(db, users, settings),
+    userAliases,
+    openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
+    mail,
   };
 }

@@ -372,8 +372,16 @@ export class UserService {
     return this.getActive(user.email);
   }
 
-  /** Switches TOTP on with the given secret and backup codes, generating what is not given. */
-  async enableTotp(rawEmail: string, input: TotpInput): Promise<{ secret: string; backupCodes: string[] }> {
+  /**
+   * Switches TOTP on with the given secret and backup codes, generating what is not given.
+   * `usedStep`: the step of the code that confirmed a self-service enrolment, so that code cannot
+   * sign in afterwards (a code works once).
+   */
+  async enableTotp(
+    rawEmail: string,
+    input: TotpInput,
+    options: { usedStep?: number } = {},
+  ): Promise<{ secret: string; backupCodes: string[] }> {
     const user = await this.getActive(rawEmail);
     let secret: string;
     if (input.secret === undefined || input.secret === null) secret = generateTotpSecret();
@@ -392,6 +400,9 @@ export class UserService {
     ) {
       codes = [...new Set(input.backupCodes)];
     } else throw invalid("backupCodes: must be a list of up to 20 six-digit codes");
+    const usedStep = options.usedStep ?? null;
+    if (usedStep !== null && (!Number.isSafeInteger(usedStep) || usedStep < 0))
+      throw invalid("usedStep: must be a TOTP time step");
     const hashed = await Promise.all(codes.map((code) => hashBackupCode(code)));
     await this.#db
       .updateTable("users")
@@ -399,7 +410,7 @@ export class UserService {
         totp_secret: secret,
         totp_confirmed: 1,
         totp_backup_codes: JSON.stringify(hashed),
-        totp_last_step: null,
+        totp_last_step: usedStep,
         updated_at: nowSeconds(),
       })
       .where("id", "=", user.id)
