@@ -8,7 +8,7 @@ import { out, withServices } from "./context.ts";
 export function jobCommands(program: Command): void {
   program
     .command("app:jobs:run")
-    .description("run one scheduled job now: remove-inactive-users or prune-webhook-deliveries")
+    .description("run one scheduled job now: remove-inactive-users, prune-sign-in-state or prune-webhook-deliveries")
     .argument("<name>", "job name")
     .option("--dry-run", "remove-inactive-users only: list who would be removed and who is exempt")
     .action(async (name: string, options: { dryRun?: boolean }) => {

@@ -8,14 +8,18 @@ import type { ColumnType, Generated } from "kysely";
  * - lists and objects are JSON text, parsed in the store.
  */
 export type Flag = ColumnType<boolean | number, 0 | 1, 0 | 1>;
+/** A flag with a database default: optional on insert. */
+export type DefaultedFlag = ColumnType<boolean | number, 0 | 1 | undefined, 0 | 1>;
+/** A number with a database default: optional on insert. */
+export type DefaultedNumber = ColumnType<number, number | undefined, number>;
 export type UnixTime = number;
 
 export interface DomainTable {
   id: Generated<number>;
   name: string;
-  invitation_enabled: Generated<Flag>;
-  invitation_limit: Generated<number>;
-  invitation_waiting_period_days: Generated<number>;
+  invitation_enabled: DefaultedFlag;
+  invitation_limit: DefaultedNumber;
+  invitation_waiting_period_days: DefaultedNumber;
   created_at: UnixTime;
   updated_at: UnixTime;
 }
@@ -53,7 +57,7 @@ export interface AliasTable {
   user_id: number | null;
   smtp_quota_per_hour: number | null;
   smtp_quota_per_day: number | null;
-  random: Generated<Flag>;
+  random: DefaultedFlag;
   note: string | null;
   created_at: UnixTime;
   updated_at: UnixTime;

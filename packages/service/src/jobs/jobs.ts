@@ -3,7 +3,9 @@ import { inactiveSince, inactivityCutoffs } from "../accounts/inactivity.ts";
 import type { InactiveDeletion, LifecycleService } from "../accounts/lifecycle.ts";
 import { isActiveUser } from "../accounts/queries.ts";
 import { isExemptFromInactivityDeletion, parseStoredRoles } from "../accounts/roles.ts";
+import { pruneWebSessions } from "../accounts/session-lifetimes.ts";
 import type { SettingsService } from "../accounts/settings.ts";
+import { SignInThrottle } from "../accounts/sign-in-throttle.ts";
 import { nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
 import type { Logger } from "../logger.ts";
@@ -69,6 +71,16 @@ export async function removeInactiveUsers(
 export function scheduledJobs(deps: JobDependencies): Job[] {
   return [
     { name: "remove-inactive-users", periodSeconds: day, run: () => removeInactiveUsers(deps) },
+    {
+      name: "prune-sign-in-state",
+      periodSeconds: day,
+      run: async () => {
+        const now = deps.clock ? Math.floor(deps.clock() / 1000) : nowSeconds();
+        const sessions = await pruneWebSessions(deps.db, deps.settings, now);
+        const counters = await new SignInThrottle(deps.db).forgetOld(now);
+        return `removed ${sessions} expired web sessions and ${counters} old sign-in failure counters`;
+      },
+    },
     {
       name: "prune-webhook-deliveries",
       periodSeconds: day,

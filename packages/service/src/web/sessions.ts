@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
+import { webSessionCutoffs } from "../accounts/session-lifetimes.ts";
 import type { SettingsService } from "../accounts/settings.ts";
 import { nowSeconds, toUser, type User } from "../accounts/users.ts";
 import type { Database, WebSessionStage } from "../db/schema.ts";
@@ -92,14 +93,11 @@ export class WebSessions {
       .executeTakeFirst();
     if (!row) return null;
     const now = nowSeconds();
-    const [idleMinutes, lifetimeHours] = await Promise.all([
-      this.#settings.get("web_session_idle_minutes"),
-      this.#settings.get("web_session_lifetime_hours"),
-    ]);
+    const { lastSeenAfter, createdAfter } = await webSessionCutoffs(this.#settings, now);
     const user = toUser(row);
     const createdAt = Number(row.session_created_at);
     const lastSeenAt = Number(row.session_last_seen_at);
-    if (user.deleted || lastSeenAt + idleMinutes * 60 <= now || createdAt + lifetimeHours * 3600 <= now) {
+    if (user.deleted || lastSeenAt <= lastSeenAfter || createdAt <= createdAfter) {
       await this.end(idHash);
       return null;
     }
@@ -152,15 +150,5 @@ export class WebSessions {
       .where("user_id", "=", userId)
       .executeTakeFirst();
     return Number(row?.n ?? 0);
-  }
-
-  /** Sessions past the longest lifetime the settings allow; run by the cleanup job. */
-  async removeExpired(): Promise<number> {
-    const idleMinutes = await this.#settings.get("web_session_idle_minutes");
-    const result = await this.#db
-      .deleteFrom("web_sessions")
-      .where("last_seen_at", "<", nowSeconds() - idleMinutes * 60)
-      .executeTakeFirst();
-    return Number(result.numDeletedRows);
   }
 }
