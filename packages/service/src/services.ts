@@ -3,6 +3,7 @@ import { DomainService } from "./accounts/domains.ts";
 import { IdentityService } from "./accounts/identity.ts";
 import { LifecycleService } from "./accounts/lifecycle.ts";
 import { PasswordPolicy } from "./accounts/password-policy.ts";
+import { RecoveryService } from "./accounts/recovery.ts";
 import { RetentionService } from "./accounts/retention.ts";
 import { SettingsService } from "./accounts/settings.ts";
 import { SignInService } from "./accounts/sign-in.ts";
@@ -47,6 +48,8 @@ export interface Services {
   openPgpIdentities: OpenPgpIdentityService;
   /** The e-mail outbox: `services.mail.welcome(trx, ...)` inside the change's transaction. */
   mail: MailOutbox;
+  /** Recovery with the recovery token (the public /recovery page). */
+  recovery: RecoveryService;
 }
 
 export interface ServiceOptions {
@@ -104,5 +107,6 @@ export function createServices(
     userAliases,
     openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
     mail,
+    recovery: new RecoveryService(db, pool, signInThrottle, mail),
   };
 }
