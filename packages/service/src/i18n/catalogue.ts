@@ -1,6 +1,7 @@
 import { account } from "./areas/account.ts";
 import { common } from "./areas/common.ts";
 import { mail } from "./areas/mail.ts";
+import { recovery } from "./areas/recovery.ts";
 import { signIn } from "./areas/sign-in.ts";
 
 /**
@@ -19,6 +20,7 @@ const areas = [
   signIn,
   account,
   mail,
+  recovery,
 ] as const;
 
 type KeysOf<A> = A extends { en: Record<infer K, string> } ? K : never;
