@@ -9,6 +9,7 @@ import { defaultLocale, isLocale, translator } from "../i18n/catalogue.ts";
 import type { Services } from "../services.ts";
 import { sessionCookie, type WebContext, type WebServices } from "./context.ts";
 import { accountPages } from "./pages/account.ts";
+import { recoveryPages } from "./pages/recovery.ts";
 import { signInPages } from "./pages/sign-in.ts";
 import { errorPage, langCookie, localeOf } from "./render.ts";
 import { WebSessions } from "./sessions.ts";
@@ -94,4 +95,5 @@ export async function webInterface(app: FastifyInstance, services: Services) {
 
   await signInPages(app, web);
   await accountPages(app, web);
+  await recoveryPages(app, web);
 }
