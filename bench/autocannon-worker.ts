@@ -10,6 +10,7 @@ interface Job {
   listFile: string;
   method: "GET" | "POST";
   token?: string;
+  cookie?: string;
   connections: number;
   seconds: number;
   delayMs: number;
@@ -44,6 +45,7 @@ const requests = lines.map((line) => {
 let index = 0;
 const headers: Record<string, string> = {};
 if (job.token) headers.authorization = `Bearer ${job.token}`;
+if (job.cookie) headers.cookie = job.cookie;
 if (job.method === "POST") headers["content-type"] = "application/json";
 
 const result = await autocannon({

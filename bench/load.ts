@@ -25,6 +25,8 @@ export interface LoadSpec {
   requests: KeyedRequest[];
   method: "GET" | "POST";
   token?: string;
+  /** A Cookie header (the web pages' session). */
+  cookie?: string;
   connections: number;
   seconds: number;
   /** Paced load: each connection waits this long after an answer before its next request. */
@@ -62,6 +64,7 @@ const luaString = (value: string) => `"${value.replace(/\\/g, "\\\\").replace(/"
 function wrkScript(spec: LoadSpec, listFile: string): string {
   const headers = [
     ...(spec.token ? [`["Authorization"] = ${luaString(`Bearer ${spec.token}`)}`] : []),
+    ...(spec.cookie ? [`["Cookie"] = ${luaString(spec.cookie)}`] : []),
     ...(spec.method === "POST" ? [`["Content-Type"] = "application/json"`] : []),
   ].join(", ");
   return `
@@ -157,6 +160,7 @@ function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
     listFile,
     method: spec.method,
     token: spec.token,
+    cookie: spec.cookie,
     connections: spec.connections,
     seconds: spec.seconds,
     delayMs: spec.delayMs ?? 0,

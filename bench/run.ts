@@ -3,7 +3,7 @@
  * same machine, measured in the same run. See bench/README.md for what each figure means.
  *
  *   node bench/run.ts [--smoke] [--out FILE] [--generator wrk|autocannon] [--profile DIR]
- *                     [--databases sqlite,postgres,mariadb] [--skip-passdb] [--endpoints a,b]
+ *                     [--databases sqlite,postgres,mariadb] [--skip-passdb] [--skip-web] [--endpoints a,b]
  *                     [--connections 1,16,64]
  *
  * PostgreSQL and MariaDB runs happen when TEST_POSTGRES_URL / TEST_MARIADB_URL are set: a fresh
@@ -25,6 +25,8 @@ import {
   fullSize,
   type GeneratedDataset,
   generateDataset,
+  isDeleted,
+  isSpam,
   type KeyedRequest,
   keyList,
   type LookupEndpoint,
@@ -33,6 +35,7 @@ import {
   passdbList,
   prng,
   smokeSize,
+  userEmail,
 } from "./dataset.ts";
 import { detectLoadGenerator, type LoadGenerator, type LoadResult, runLoad } from "./load.ts";
 import { type PassdbResult, percentile, runPassdb } from "./passdb-client.ts";
@@ -50,6 +53,7 @@ const { values: args } = parseArgs({
     endpoints: { type: "string" },
     connections: { type: "string" },
     "skip-passdb": { type: "boolean", default: false },
+    "skip-web": { type: "boolean", default: false },
     "skip-baseline": { type: "boolean", default: false },
   },
 });
@@ -408,6 +412,14 @@ const results = {
   },
   /** baselineValue: the same figure for the bare node:http server in the paired run. */
   targets: [] as { name: string; target: string; value: number; met: boolean; baselineValue?: number }[],
+  web: undefined as
+    | {
+        loginPage: LoadResult;
+        accountPage: LoadResult;
+        lookupsDuringSignIns: LoadResult;
+        signInsPerSecond: number;
+      }
+    | undefined,
   totalSeconds: 0,
 };
 
@@ -446,6 +458,7 @@ try {
       results.baseline[target.name] = baseline;
 
       if (target.name === "sqlite" && !args["skip-passdb"]) await passdbPhases(service, tokens);
+      if (target.name === "sqlite" && !args["skip-web"]) await webPhases(service, tokens);
     } finally {
       await service.stop();
     }
@@ -502,6 +515,87 @@ async function passdbPhases(service: Server, tokens: GeneratedDataset["tokens"])
   results.memory = { concurrentPassdb: settings.memoryConcurrency, burst, ...memory };
 }
 
+/** A person signing in on the web page: the CSRF cookie and token of the form, then the POST. */
+async function webSignIn(url: string, email: string): Promise<string> {
+  const form = await fetch(`${url}/login`);
+  const csrfCookie = (form.headers.getSetCookie().find((c) => c.startsWith("csrf=")) ?? "").split(";")[0];
+  const token = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
+  const answer = await fetch(`${url}/login`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded", cookie: csrfCookie ?? "" },
+    body: new URLSearchParams({ _csrf: token, email, password: benchPassword }).toString(),
+  });
+  const session = answer.headers.getSetCookie().find((c) => c.startsWith("session="));
+  if (answer.status !== 303 || !session) throw new Error(`web sign-in of ${email} answered ${answer.status}`);
+  return session.split(";")[0]!;
+}
+
+/** An active, non-spam user of the data set (they all share benchPassword). */
+function webUser(n: number): string {
+  let i = n % size.users;
+  while (isDeleted(i) || isSpam(i)) i = (i + 1) % size.users;
+  return userEmail(i, size);
+}
+
+async function webPhases(service: Server, tokens: GeneratedDataset["tokens"]) {
+  const connections = 16;
+  log("web: the sign-in page and the account page at 16 connections");
+  const loginPage = await runLoad(generator.name, {
+    url: service.url,
+    requests: [{ path: "/login", kind: "existing" }],
+    method: "GET",
+    connections,
+    seconds: settings.seconds,
+    workDir,
+    name: "web-login",
+  });
+  const cookie = await webSignIn(service.url, webUser(10));
+  const accountPage = await runLoad(generator.name, {
+    url: service.url,
+    requests: [{ path: "/account", kind: "existing" }],
+    method: "GET",
+    cookie,
+    connections,
+    seconds: settings.seconds,
+    workDir,
+    name: "web-account",
+  });
+  log(
+    `  /login ${loginPage.rps.toFixed(0)} req/s p50 ${loginPage.p50Ms.toFixed(2)} p99 ${loginPage.p99Ms.toFixed(2)} ms; ` +
+      `/account ${accountPage.rps.toFixed(0)} req/s p50 ${accountPage.p50Ms.toFixed(2)} p99 ${accountPage.p99Ms.toFixed(2)} ms`,
+  );
+
+  log("web: lookups while people sign in through the web (Argon2 in the pool)");
+  let signIns = 0;
+  let stop = false;
+  const signInLoop = async (worker: number) => {
+    for (let n = 0; !stop; n++) {
+      await webSignIn(service.url, webUser(1000 + worker * 10_000 + n));
+      signIns++;
+    }
+  };
+  const loops = Array.from({ length: settings.passdbConcurrency }, (_, worker) => signInLoop(worker));
+  await sleep(1000);
+  const startedAt = Date.now();
+  const lookups = await runLoad(generator.name, {
+    url: service.url,
+    requests: mixed,
+    method: "GET",
+    token: tokens.both,
+    connections: saturated.connections,
+    delayMs: saturated.delayMs,
+    seconds: settings.seconds,
+    workDir,
+    name: "web-saturated",
+  });
+  const signInsPerSecond = signIns / ((Date.now() - startedAt + 1000) / 1000);
+  stop = true;
+  await Promise.all(loops);
+  log(`  lookups p99 ${lookups.p99Ms.toFixed(2)} ms while ${signInsPerSecond.toFixed(1)} web sign-ins/s`);
+  results.web = { loginPage, accountPage, lookupsDuringSignIns: lookups, signInsPerSecond };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Targets, file and table
 
@@ -552,6 +646,13 @@ for (const row of at64(results.lookups.postgres))
     target: ">= 0.35",
     value: row.ratio ?? 0,
     met: (row.ratio ?? 0) >= 0.35,
+  });
+if (results.web)
+  results.targets.push({
+    name: "lookup p99 ms while people sign in on the web",
+    target: "< 20",
+    value: results.web.lookupsDuringSignIns.p99Ms,
+    met: results.web.lookupsDuringSignIns.p99Ms < 20,
   });
 results.totalSeconds = (Date.now() - started) / 1000;
 
