@@ -5,6 +5,7 @@ import { withServices } from "./context.ts";
 import { domainCommands } from "./domains.ts";
 import { jobCommands } from "./jobs.ts";
 import { metricsCommands } from "./metrics.ts";
+import { movingCommands } from "./moving.ts";
 import { openPgpCommands } from "./openpgp.ts";
 import { settingCommands } from "./settings.ts";
 import { tokenCommands } from "./tokens.ts";
@@ -40,6 +41,7 @@ openPgpCommands(program);
 webhookCommands(program);
 jobCommands(program);
 metricsCommands(program);
+movingCommands(program);
 
 // A reader that stops early (`| head`) closes the pipe: the rest of the output is not wanted, which
 // is no error and no reason for a stack trace.

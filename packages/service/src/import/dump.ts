@@ -1,0 +1,307 @@
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
+import type { Kysely } from "kysely";
+import { sql } from "kysely";
+import type { DatabaseHandle } from "../db/database.ts";
+import { migrations } from "../db/migrations/index.ts";
+import type { Database } from "../db/schema.ts";
+import { invalid } from "../errors.ts";
+import { serviceVersion } from "../version.ts";
+
+/**
+ * `app:export` and `app:import`: everything this service holds, as JSON lines, to move an
+ * installation between databases (SQLite, PostgreSQL, MariaDB). The first line is a header naming
+ * the format and the schema version, then one line per row (`{"table": ..., "row": {...}}`, columns
+ * in name order, flags as true/false, times as Unix seconds), table by table in an order that
+ * satisfies every reference, and a last line with the row counts, without which a dump counts as
+ * cut short. The dump holds what the database holds: password hashes, secret boxes, token hashes,
+ * webhook secrets. Never a plain password, but it must be kept like the database itself.
+ */
+
+export const dumpFormat = "mail-account-service-dump";
+export const dumpVersion = 1;
+
+type Row = Record<string, unknown>;
+type LooseDatabase = Record<string, Row>;
+
+export interface DumpTable {
+  name: keyof Database;
+  /** The primary key: the order rows are written in. */
+  key: readonly string[];
+  /** The key is an auto-increment `id`: read in pages by id, and PostgreSQL's sequence set after an import. */
+  serial?: boolean;
+  /** Columns that are flags (0/1, true/false depending on the database). */
+  flags: readonly string[];
+  /** Only some rows belong in a dump (deliveries and mails still to be sent). */
+  only?: { column: string; not: string };
+  /** Columns of a claim on a row in progress: a dump carries the row unclaimed. */
+  unclaim?: readonly string[];
+  /** Filled by a migration: its rows are replaced by the dump's, not refused as data already there. */
+  seeded?: boolean;
+}
+
+/**
+ * The tables a dump carries, in the order they are written and read back (references first). A
+ * table of the database that is neither here nor in `excludedTables` fails import-dump.test.ts,
+ * so a new table cannot be forgotten.
+ */
+export const dumpTables: readonly DumpTable[] = [
+  { name: "domains", key: ["id"], serial: true, flags: ["invitation_enabled"] },
+  {
+    name: "users",
+    key: ["id"],
+    serial: true,
+    flags: ["password_change_required", "mail_crypt", "totp_confirmed", "deleted"],
+  },
+  { name: "aliases", key: ["id"], serial: true, flags: ["random", "deleted"] },
+  { name: "invite_codes", key: ["id"], serial: true, flags: [] },
+  { name: "reserved_names", key: ["id"], serial: true, flags: [], seeded: true },
+  { name: "api_tokens", key: ["id"], serial: true, flags: [] },
+  { name: "openpgp_keys", key: ["id"], serial: true, flags: [] },
+  { name: "settings", key: ["name"], flags: [] },
+  { name: "webhook_endpoints", key: ["id"], serial: true, flags: ["enabled"] },
+  { name: "webhook_endpoint_domains", key: ["endpoint_id", "domain_id"], flags: [] },
+  {
+    name: "webhook_deliveries",
+    key: ["id"],
+    flags: [],
+    only: { column: "status", not: "success" },
+    unclaim: ["claimed_until", "claim_token"],
+  },
+  {
+    name: "mail_outbox",
+    key: ["id"],
+    flags: [],
+    only: { column: "status", not: "success" },
+    unclaim: ["claimed_until", "claim_token"],
+  },
+  { name: "audit_log", key: ["id"], serial: true, flags: [] },
+];
+
+/** Tables a dump leaves out, and why. */
+export const excludedTables: Readonly<Record<string, string>> = {
+  web_sessions: "sessions: people sign in again on the new database",
+  sign_in_failures: "short-lived throttling state",
+  job_runs: "when the scheduled jobs last ran on this installation",
+  schema_migrations: "migration bookkeeping: the header names the schema version",
+  schema_migrations_lock: "migration bookkeeping",
+};
+
+/** The schema version of this release: its last migration. */
+export const schemaVersion = (): string => Object.keys(migrations).at(-1) ?? "";
+
+interface Header {
+  format: string;
+  version: number;
+  schema: string;
+  service: string;
+  exportedAt: string;
+  tables: string[];
+}
+
+/** Byte order, the same on every database (PostgreSQL's collations would sort `a_b` and `ab` otherwise). */
+const byKey =
+  (key: readonly string[]) =>
+  (a: Row, b: Row): number => {
+    for (const column of key) {
+      const x = a[column];
+      const y = b[column];
+      if (typeof x === "number" && typeof y === "number") {
+        if (x !== y) return x - y;
+      } else {
+        const c = Buffer.compare(Buffer.from(String(x)), Buffer.from(String(y)));
+        if (c !== 0) return c;
+      }
+    }
+    return 0;
+  };
+
+/** A stored row as the dump writes it: columns in name order, flags as booleans. */
+function dumpRow(table: DumpTable, row: Row): Row {
+  const out: Row = {};
+  for (const column of Object.keys(row).sort()) {
+    const value = row[column];
+    if (table.flags.includes(column)) out[column] = value === true || value === 1 || value === "1";
+    else if (table.unclaim?.includes(column)) out[column] = null;
+    else if (typeof value === "bigint") out[column] = Number(value);
+    else out[column] = value;
+  }
+  return out;
+}
+
+/**
+ * Writes the dump, every table read in one transaction (one consistent state while the service
+ * keeps running). `write` gets one line at a time, newline included.
+ */
+export async function exportDump(
+  handle: DatabaseHandle,
+  write: (line: string) => void | Promise<void>,
+): Promise<Record<string, number>> {
+  const db = handle.db as unknown as Kysely<LooseDatabase>;
+  const counts: Record<string, number> = {};
+  const header: Header = {
+    format: dumpFormat,
+    version: dumpVersion,
+    schema: schemaVersion(),
+    service: serviceVersion,
+    exportedAt: new Date().toISOString(),
+    tables: dumpTables.map((t) => t.name),
+  };
+  const run = async (trx: Kysely<LooseDatabase>) => {
+    await write(`${JSON.stringify(header)}\n`);
+    for (const table of dumpTables) {
+      counts[table.name] = 0;
+      const only = table.only;
+      const rowsOf = () => {
+        const query = trx.selectFrom(table.name).selectAll();
+        return only ? query.where(only.column, "!=", only.not) : query;
+      };
+      const emit = async (rows: Row[]) => {
+        for (const row of rows)
+          await write(`${JSON.stringify({ table: table.name, row: dumpRow(table, row) })}\n`);
+        counts[table.name] = (counts[table.name] ?? 0) + rows.length;
+      };
+      if (table.serial) {
+        // Keyset pages by id: large tables never sit in memory whole.
+        let last = 0;
+        for (;;) {
+          const rows = await rowsOf().where("id", ">", last).orderBy("id").limit(1000).execute();
+          await emit(rows);
+          if (rows.length < 1000) break;
+          last = Number(rows[rows.length - 1]?.id);
+        }
+      } else {
+        const rows = await rowsOf().execute();
+        await emit(rows.sort(byKey(table.key)));
+      }
+    }
+    await write(`${JSON.stringify({ end: true, rows: counts })}\n`);
+  };
+  if (handle.dialect === "sqlite") await db.transaction().execute(run);
+  else await db.transaction().setIsolationLevel("repeatable read").execute(run);
+  return counts;
+}
+
+/** What the columns of each table of this database are (a dump's columns must be among them). */
+async function columnsOf(db: Kysely<Database>): Promise<Map<string, Set<string>>> {
+  const tables = await db.introspection.getTables();
+  return new Map(tables.map((t) => [t.name, new Set(t.columns.map((c) => c.name))]));
+}
+
+/**
+ * Reads a dump into this database, all of it in one transaction: a dump that is cut short, of a
+ * newer schema, or meant for a database that already holds data changes nothing.
+ */
+export async function importDump(handle: DatabaseHandle, input: Readable): Promise<Record<string, number>> {
+  const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+  const iterator = lines[Symbol.asyncIterator]();
+  let lineNumber = 0;
+  const next = async (): Promise<unknown> => {
+    for (;;) {
+      const { value, done } = await iterator.next();
+      if (done) return undefined;
+      lineNumber++;
+      if (value.trim() === "") continue;
+      try {
+        return JSON.parse(value);
+      } catch {
+        throw invalid(`line ${lineNumber}: not JSON`);
+      }
+    }
+  };
+  const header = (await next()) as Partial<Header> | undefined;
+  if (!header || header.format !== dumpFormat)
+    throw invalid(`not a dump of this service (the first line must be the ${dumpFormat} header)`);
+  if (header.version !== dumpVersion) throw invalid(`dump format version ${header.version} is not supported`);
+  const known = Object.keys(migrations);
+  if (typeof header.schema !== "string" || !known.includes(header.schema))
+    throw invalid(
+      `the dump's schema ${String(header.schema)} is newer than this release's (${schemaVersion()}): upgrade this installation first`,
+    );
+
+  const db = handle.db as unknown as Kysely<LooseDatabase>;
+  const columns = await columnsOf(handle.db);
+  const order = new Map(dumpTables.map((t, i) => [t.name as string, i]));
+  for (const table of dumpTables) {
+    if (table.seeded) continue;
+    const row = await db
+      .selectFrom(table.name)
+      .select((eb) => eb.fn.countAll().as("n"))
+      .executeTakeFirstOrThrow();
+    if (Number(row.n) > 0)
+      throw invalid(
+        `the database is not empty (${table.name} has ${Number(row.n)} rows): app:import fills a new database`,
+      );
+  }
+
+  const counts: Record<string, number> = {};
+  await db.transaction().execute(async (trx) => {
+    for (const table of dumpTables) if (table.seeded) await trx.deleteFrom(table.name).execute();
+    let current: DumpTable | null = null;
+    let pending: Row[] = [];
+    const flush = async () => {
+      if (!current || pending.length === 0) return;
+      const perStatement = Math.max(1, Math.floor(30000 / Math.max(1, Object.keys(pending[0] ?? {}).length)));
+      for (let i = 0; i < pending.length; i += perStatement)
+        await trx
+          .insertInto(current.name)
+          .values(pending.slice(i, i + perStatement))
+          .execute();
+      pending = [];
+    };
+    let trailer: { end?: unknown; rows?: Record<string, unknown> } | undefined;
+    for (;;) {
+      const item = (await next()) as { table?: unknown; row?: unknown; end?: unknown } | undefined;
+      if (item === undefined) break;
+      if (item.end === true) {
+        trailer = item as typeof trailer;
+        break;
+      }
+      const name = String(item.table);
+      const table = dumpTables.find((t) => t.name === name);
+      if (!table) throw invalid(`line ${lineNumber}: unknown table ${name.slice(0, 60)}`);
+      if (table !== current) {
+        if (current && (order.get(name) ?? 0) < (order.get(current.name) ?? 0))
+          throw invalid(
+            `line ${lineNumber}: ${name} after ${current.name}; the dump's tables are out of order`,
+          );
+        await flush();
+        current = table;
+      }
+      if (item.row === null || typeof item.row !== "object" || Array.isArray(item.row))
+        throw invalid(`line ${lineNumber}: a row must be an object`);
+      const row: Row = {};
+      const known = columns.get(name) ?? new Set<string>();
+      for (const [column, value] of Object.entries(item.row as Row)) {
+        if (!known.has(column))
+          throw invalid(`line ${lineNumber}: ${name} has no column ${column.slice(0, 60)}`);
+        row[column] = table.flags.includes(column) ? (value === true ? 1 : 0) : value;
+      }
+      pending.push(row);
+      counts[name] = (counts[name] ?? 0) + 1;
+      if (pending.length >= 1000) await flush();
+    }
+    await flush();
+    if (!trailer) throw invalid("the dump is cut short (its last line is missing): nothing was imported");
+    for (const table of dumpTables) {
+      const expected = Number(trailer.rows?.[table.name] ?? 0);
+      if (expected !== (counts[table.name] ?? 0))
+        throw invalid(
+          `the dump is damaged: ${table.name} should have ${expected} rows, it has ${counts[table.name] ?? 0}; nothing was imported`,
+        );
+    }
+    // PostgreSQL's serial columns do not move on with the ids given: set each sequence past them.
+    if (handle.dialect === "postgres")
+      for (const table of dumpTables) {
+        if (!table.serial || !counts[table.name]) continue;
+        const serial = await sql<{
+          name: string | null;
+        }>`select pg_get_serial_sequence(${table.name}, 'id') as name`.execute(trx);
+        if (!serial.rows[0]?.name) continue;
+        await sql`select setval(${serial.rows[0].name}::regclass, (select max(id) from ${sql.table(table.name)}))`.execute(
+          trx,
+        );
+      }
+  });
+  return counts;
+}
