@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { effectiveRoles, type Role } from "../accounts/roles.ts";
+import type { SettingsService } from "../accounts/settings.ts";
 import type { Locale, MessageKey, Translate } from "../i18n/catalogue.ts";
 import type { Services } from "../services.ts";
 import type { Flash, WebSession, WebSessions } from "./sessions.ts";
@@ -10,6 +11,7 @@ export interface WebContext {
   t: Translate;
   session: WebSession | null;
   sessions: WebSessions;
+  settings: SettingsService;
 }
 
 declare module "fastify" {

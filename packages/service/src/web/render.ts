@@ -22,6 +22,7 @@ export async function render(
     await web.sessions.save(web.session);
   }
   const html = eta.render(template, {
+    appName: await web.settings.get("app_name"),
     t: web.t,
     locale: web.locale,
     locales,

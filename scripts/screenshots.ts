@@ -1,0 +1,83 @@
+/**
+ * `node scripts/screenshots.ts`: the screenshots of docs/screenshots/, taken in Debian's Chromium
+ * from a service on a scratch SQLite database filled with a few demo accounts. English, at 1280 px
+ * and at 375 px (a phone). Run it after changing a page; the README shows the results.
+ */
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { Page } from "playwright-core";
+import { launchBrowser } from "../packages/service/test/helpers/browser.ts";
+import { startService } from "../packages/service/test/helpers/service.ts";
+
+const out = fileURLToPath(new URL("../docs/screenshots/", import.meta.url));
+const password = "correct horse battery staple";
+const widths = [1280, 375];
+
+const service = await startService({ web: true });
+const browser = await launchBrowser();
+try {
+  const { domains, users, aliases, settings } = service.services;
+  await settings.update({ app_name: "Example Mail", webmail_url: "https://webmail.example.org" });
+  await domains.create("example.org");
+  await users.create({ email: "admin@example.org", password, roles: ["ROLE_ADMIN"] });
+  await users.create({ email: "alice@example.org", password, mailCrypt: true });
+  for (const name of ["bob", "carol", "dave"]) await users.create({ email: `${name}@example.org`, password });
+  await aliases.create({
+    source: "team@example.org",
+    destinations: ["alice@example.org"],
+    owner: "alice@example.org",
+  });
+  mkdirSync(out, { recursive: true });
+
+  const shoot = async (page: Page, name: string, path: string) => {
+    for (const width of widths) {
+      await page.setViewportSize({ width, height: width > 400 ? 900 : 780 });
+      const answer = await page.goto(`${service.url}${path}`);
+      if (!answer || answer.status() >= 400) {
+        console.log(`skipped ${name}: ${path} answered ${answer?.status()}`);
+        return;
+      }
+      await page.screenshot({ path: `${out}${name}-${width}.png`, fullPage: true });
+    }
+    console.log(`docs/screenshots/${name}-{${widths.join(",")}}.png`);
+  };
+  const signedIn = async (email: string) => {
+    const context = await browser.newContext({ locale: "en-GB" });
+    const page = await context.newPage();
+    await page.goto(`${service.url}/login`);
+    await page.getByLabel("E-mail address", { exact: true }).fill(email);
+    await page.getByLabel("Password", { exact: true }).fill(password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(/\/account/);
+    return { context, page };
+  };
+
+  const anonymous = await browser.newContext({ locale: "en-GB" });
+  const visitor = await anonymous.newPage();
+  await shoot(visitor, "login", "/login");
+  await shoot(visitor, "recovery", "/recovery");
+  await anonymous.close();
+
+  const user = await signedIn("alice@example.org");
+  for (const [name, path] of [
+    ["account", "/account"],
+    ["password", "/account/password"],
+    ["aliases", "/account/alias"],
+    ["two-factor", "/account/twofactor"],
+    ["openpgp", "/account/openpgp"],
+  ] as const)
+    await shoot(user.page, name, path);
+  await user.context.close();
+
+  const admin = await signedIn("admin@example.org");
+  for (const [name, path] of [
+    ["admin-dashboard", "/admin"],
+    ["admin-users", "/admin/users"],
+    ["admin-webhooks", "/admin/webhooks"],
+  ] as const)
+    await shoot(admin.page, name, path);
+  await admin.context.close();
+} finally {
+  await browser.close();
+  await service.close();
+}
