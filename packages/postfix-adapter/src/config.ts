@@ -126,6 +126,13 @@ function parseRedisUrl(text: string): string {
   return text.trim();
 }
 
+/** The token goes into a header line: printable ASCII without spaces (the service's are 64 hex digits). */
+function parseToken(text: string): string {
+  const token = text.trim();
+  if (!/^[\x21-\x7e]+$/.test(token)) throw new Error("must be printable ASCII without spaces");
+  return token;
+}
+
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
 
 function parseLogLevel(text: string): LogLevel {
@@ -178,7 +185,7 @@ export function loadConfig(env: Env): Config {
   };
   const config: Config = {
     serviceUrl: check(() => convert("SERVICE_URL", required(env, "SERVICE_URL"), parseServiceUrl)),
-    serviceToken: check(() => required(env, "SERVICE_TOKEN").trim()),
+    serviceToken: check(() => convert("SERVICE_TOKEN", required(env, "SERVICE_TOKEN"), parseToken)),
     socketmapListen: check(() =>
       optional(env, "SOCKETMAP_LISTEN_ADDR", "127.0.0.1:10001", parseListenAddress),
     ),

@@ -6,10 +6,9 @@
  * answered something we do not understand. The callers turn that into TEMP (socketmap), a
  * temporary SASL failure (fail closed) or DUNNO (policy, fail open); never into "not found".
  */
-import http from "node:http";
-import https from "node:https";
 import { isIP } from "node:net";
 import type { Logger } from "pino";
+import { HttpPool, RequestTimeout } from "./http-pool.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** At most this many connections to the service; more requests wait for a free one. */
@@ -57,10 +56,9 @@ export function pathSegment(key: string): string {
 export class ServiceClient {
   readonly #base: URL;
   readonly #basePath: string;
-  readonly #agent: http.Agent;
-  readonly #transport: typeof http | typeof https;
-  readonly #authorization: string;
-  readonly #timeoutMs: number;
+  readonly #pool: HttpPool;
+  /** Header lines every request carries. */
+  readonly #fixedHeaders: string;
   readonly #logger: Logger;
   readonly #metrics: Metrics;
   /** Set while the service fails: one log line when it goes away, one when it is back. */
@@ -69,17 +67,13 @@ export class ServiceClient {
   constructor(options: ServiceClientOptions) {
     this.#base = new URL(options.baseUrl);
     this.#basePath = this.#base.pathname.replace(/\/+$/, "");
-    const secure = this.#base.protocol === "https:";
-    this.#transport = secure ? https : http;
-    const agentOptions = {
-      keepAlive: true,
-      maxSockets: POOL_SIZE,
-      maxFreeSockets: POOL_SIZE,
-      scheduling: "lifo" as const,
-    };
-    this.#agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
-    this.#authorization = `Bearer ${options.token}`;
-    this.#timeoutMs = options.timeoutMs;
+    this.#pool = new HttpPool({
+      url: this.#base,
+      maxConnections: POOL_SIZE,
+      timeoutMs: options.timeoutMs,
+      maxBodyBytes: MAX_BODY_BYTES,
+    });
+    this.#fixedHeaders = `Authorization: Bearer ${options.token}\r\nAccept: application/json\r\n`;
     this.#logger = options.logger;
     this.#metrics = options.metrics;
   }
@@ -120,8 +114,10 @@ export class ServiceClient {
    * service can throttle per address; anything that is not an IP address is left out.
    */
   async authenticate(email: string, password: string, clientAddress?: string): Promise<AuthVerdict> {
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (clientAddress && isIP(clientAddress) !== 0) headers["x-client-address"] = clientAddress;
+    // isIP() admits no CR, LF or space: the value cannot break the header block.
+    const address =
+      clientAddress && isIP(clientAddress) !== 0 ? `X-Client-Address: ${clientAddress}\r\n` : "";
+    const headers = `Content-Type: application/json\r\n${address}`;
     const answer = await this.#request(
       "auth",
       "POST",
@@ -148,7 +144,7 @@ export class ServiceClient {
   }
 
   close(): void {
-    this.#agent.destroy();
+    this.#pool.close();
   }
 
   #boolean(answer: Answer): boolean | null {
@@ -179,24 +175,18 @@ export class ServiceClient {
     return this.#request(endpoint, "GET", `/api/mta/${endpoint}/${pathSegment(key)}`);
   }
 
-  /** One request with one retry when a kept-alive connection turned out to be closed already. */
+  /** One request, with its metrics; any failure becomes ServiceUnavailable. */
   async #request(
     endpoint: string,
     method: string,
     path: string,
     body?: string,
-    headers: Record<string, string> = {},
+    headers = "",
   ): Promise<Answer> {
     const started = performance.now();
     let outcome = "error";
     try {
-      let answer: Answer;
-      try {
-        answer = await this.#send(method, path, body, headers);
-      } catch (error) {
-        if (!(error instanceof StaleConnection)) throw error;
-        answer = await this.#send(method, path, body, headers);
-      }
+      const answer = await this.#send(method, path, body, headers);
       outcome = String(answer.status);
       this.#check(endpoint, answer);
       if (this.#down) {
@@ -205,7 +195,7 @@ export class ServiceClient {
       }
       return answer;
     } catch (error) {
-      if (error instanceof TimedOut) outcome = "timeout";
+      if (error instanceof RequestTimeout) outcome = "timeout";
       const unavailable =
         error instanceof ServiceUnavailable
           ? error
@@ -248,76 +238,19 @@ export class ServiceClient {
     }
   }
 
-  #send(
-    method: string,
-    path: string,
-    body: string | undefined,
-    headers: Record<string, string>,
-  ): Promise<Answer> {
-    return new Promise((resolve, reject) => {
-      const request = this.#transport.request(
-        {
-          protocol: this.#base.protocol,
-          hostname: this.#base.hostname.replace(/^\[|\]$/g, ""),
-          port: this.#base.port || undefined,
-          method,
-          path: this.#basePath + path,
-          agent: this.#agent,
-          headers: {
-            ...headers,
-            authorization: this.#authorization,
-            accept: "application/json",
-            ...(body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }),
-          },
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          response.on("data", (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > MAX_BODY_BYTES) {
-              request.destroy(new ServiceUnavailable(`answer larger than ${MAX_BODY_BYTES} bytes`));
-              return;
-            }
-            chunks.push(chunk);
-          });
-          response.on("end", () => {
-            clearTimeout(timer);
-            const text = Buffer.concat(chunks).toString("utf8");
-            let parsed: unknown = null;
-            try {
-              parsed = text === "" ? null : JSON.parse(text);
-            } catch {
-              parsed = null;
-            }
-            resolve({ status: response.statusCode ?? 0, body: parsed });
-          });
-          response.on("error", (error) => {
-            clearTimeout(timer);
-            reject(error);
-          });
-        },
-      );
-      const timer = setTimeout(() => request.destroy(new TimedOut(this.#timeoutMs)), this.#timeoutMs);
-      request.on("error", (error: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        // The server closed an idle kept-alive connection just as we reused it (Node's documented
-        // race): nothing reached the service, so sending again is safe.
-        if (request.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
-          reject(new StaleConnection());
-        } else {
-          reject(error);
-        }
-      });
-      request.end(body);
-    });
+  async #send(method: string, path: string, body: string | undefined, headers: string): Promise<Answer> {
+    const answer = await this.#pool.request(
+      method,
+      this.#basePath + path,
+      this.#fixedHeaders + headers,
+      body === undefined ? undefined : Buffer.from(body, "utf8"),
+    );
+    let parsed: unknown = null;
+    try {
+      parsed = answer.body.length === 0 ? null : JSON.parse(answer.body.toString("utf8"));
+    } catch {
+      parsed = null;
+    }
+    return { status: answer.status, body: parsed };
   }
 }
-
-class TimedOut extends ServiceUnavailable {
-  constructor(ms: number) {
-    super(`no answer within ${ms} ms (SERVICE_TIMEOUT)`);
-  }
-}
-
-class StaleConnection extends Error {}

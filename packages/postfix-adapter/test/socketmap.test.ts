@@ -3,7 +3,13 @@
  * is away or failing, and bad input closing only the connection it came on.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { createServer as createTlsServer } from "node:tls";
 import { sql } from "kysely";
 import {
   type Adapter,
@@ -191,6 +197,45 @@ describe("socketmap", () => {
       assert.match(String(line["err"]), /refused SERVICE_TOKEN/);
     } finally {
       await wrong.stop();
+    }
+  });
+
+  test("SERVICE_URL over https: lookups through TLS (a reverse proxy in front of the service)", async () => {
+    // A certificate for localhost, made here, trusted by the adapter through NODE_EXTRA_CA_CERTS.
+    const dir = mkdtempSync(join(tmpdir(), "adapter-tls-"));
+    const made = spawnSync(
+      "openssl",
+      ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"]
+        .concat(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"])
+        .concat(["-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")]),
+      { encoding: "utf8" },
+    );
+    assert.equal(made.status, 0, made.stderr);
+    const terminator = createTlsServer(
+      { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) },
+      (client) => {
+        const upstream = connect({ host: "127.0.0.1", port: accounts.proxy.port });
+        client.on("error", () => upstream.destroy());
+        upstream.on("error", () => client.destroy());
+        client.pipe(upstream).pipe(client);
+      },
+    );
+    await new Promise<void>((done) => terminator.listen(0, "127.0.0.1", () => done()));
+    const port = (terminator.address() as { port: number }).port;
+    const secure = await startAdapter({
+      SERVICE_URL: `https://localhost:${port}`,
+      SERVICE_TOKEN: accounts.token,
+      NODE_EXTRA_CA_CERTS: join(dir, "cert.pem"),
+    });
+    try {
+      const other = await SocketmapClient.open(secure.ports.socketmap);
+      assert.equal(await other.query("alias", "team@example.org"), "OK alice@example.org,bob@example.org");
+      assert.equal(await other.query("domain", "example.net"), "NOTFOUND ");
+      other.close();
+    } finally {
+      await secure.stop();
+      terminator.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
