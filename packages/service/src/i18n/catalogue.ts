@@ -1,8 +1,11 @@
 import { account } from "./areas/account.ts";
+import { aliases } from "./areas/aliases.ts";
 import { common } from "./areas/common.ts";
 import { mail } from "./areas/mail.ts";
+import { openpgp } from "./areas/openpgp.ts";
 import { recovery } from "./areas/recovery.ts";
 import { signIn } from "./areas/sign-in.ts";
+import { twoFactorSetup } from "./areas/two-factor-setup.ts";
 
 /**
  * Every text a person reads (pages and e-mails) comes from this catalogue. Each area is one file
@@ -19,6 +22,9 @@ const areas = [
   common,
   signIn,
   account,
+  twoFactorSetup,
+  aliases,
+  openpgp,
   mail,
   recovery,
 ] as const;

@@ -9,8 +9,11 @@ import { defaultLocale, isLocale, translator } from "../i18n/catalogue.ts";
 import type { Services } from "../services.ts";
 import { sessionCookie, type WebContext, type WebServices } from "./context.ts";
 import { accountPages } from "./pages/account.ts";
+import { aliasPages } from "./pages/aliases.ts";
+import { openPgpPages } from "./pages/openpgp.ts";
 import { recoveryPages } from "./pages/recovery.ts";
 import { signInPages } from "./pages/sign-in.ts";
+import { twoFactorPages } from "./pages/two-factor.ts";
 import { errorPage, langCookie, localeOf } from "./render.ts";
 import { WebSessions } from "./sessions.ts";
 
@@ -95,5 +98,8 @@ export async function webInterface(app: FastifyInstance, services: Services) {
 
   await signInPages(app, web);
   await accountPages(app, web);
+  await twoFactorPages(app, web);
+  await aliasPages(app, web);
+  await openPgpPages(app, web);
   await recoveryPages(app, web);
 }

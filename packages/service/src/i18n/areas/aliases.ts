@@ -1,0 +1,84 @@
+import { area } from "./define.ts";
+
+/** `/account/alias`: the user's random and custom aliases. */
+export const aliases = area({
+  en: {
+    "aliases.title": "Aliases",
+    "aliases.intro":
+      "An alias is another address for your mailbox: mail to it arrives in your inbox, and you can send from it.",
+    "aliases.randomTitle": "Random aliases",
+    "aliases.randomIntro":
+      "A random alias is an address nobody can guess, for example for one shop or one newsletter. You can delete it when it gets spam.",
+    "aliases.customTitle": "Custom aliases",
+    "aliases.customIntro":
+      "A custom alias is an address you choose. You can have {max}; only the administrators can delete one.",
+    "aliases.none": "None yet.",
+    "aliases.address": "Address",
+    "aliases.note": "Note",
+    "aliases.noteOptional": "Note (optional)",
+    "aliases.noteHint": "Up to {max} characters, only for you: what the alias is for.",
+    "aliases.created": "Created",
+    "aliases.actions": "Actions",
+    "aliases.localPart": "Alias name",
+    "aliases.localPartHint": "Letters, digits, '-', '_' and '.'; the address will end with @{domain}.",
+    "aliases.createRandom": "Create a random alias",
+    "aliases.createCustom": "Create custom alias",
+    "aliases.delete": "Delete",
+    "aliases.deleteLabel": "Delete {address}",
+    "aliases.randomLeft": "You can create {count} more random aliases.",
+    "aliases.customLeft": "You can create {count} more custom aliases.",
+    "aliases.randomLimit":
+      "You have reached the limit of {max} random aliases. Delete one to create another.",
+    "aliases.customLimit": "You have reached the limit of {max} custom aliases.",
+    "aliases.characters":
+      "The username contains unexpected characters. Only valid: Letters and numbers, as well as -, _ and .",
+    "aliases.syntax": "This is not a valid address: dots may not start or end it or follow each other.",
+    "aliases.taken": "The e-mail address is already taken.",
+    "aliases.noteTooLong": "The note must have at most {max} characters.",
+    "aliases.createdRandom": "Your new alias {address} is ready.",
+    "aliases.createdCustom": "Your new alias {address} is ready.",
+    "aliases.deleted": "The alias {address} has been deleted. The address cannot be used again.",
+    "aliases.notFound": "This alias does not exist or is not yours.",
+    "aliases.customNotDeletable": "Custom aliases can only be deleted by the administrators.",
+  },
+  de: {
+    "aliases.title": "Aliasse",
+    "aliases.intro":
+      "Ein Alias ist eine weitere Adresse für dein Postfach: E-Mails an ihn landen in deinem Posteingang, und du kannst von ihm aus senden.",
+    "aliases.randomTitle": "Zufällige Aliasse",
+    "aliases.randomIntro":
+      "Ein zufälliger Alias ist eine Adresse, die niemand erraten kann, zum Beispiel für einen Shop oder einen Newsletter. Du kannst ihn löschen, wenn er Spam bekommt.",
+    "aliases.customTitle": "Eigene Aliasse",
+    "aliases.customIntro":
+      "Ein eigener Alias ist eine Adresse, die du selbst wählst. Du kannst {max} haben; löschen können ihn nur die Administrator*innen.",
+    "aliases.none": "Noch keine.",
+    "aliases.address": "Adresse",
+    "aliases.note": "Notiz",
+    "aliases.noteOptional": "Notiz (optional)",
+    "aliases.noteHint": "Bis zu {max} Zeichen, nur für dich: wofür der Alias da ist.",
+    "aliases.created": "Erstellt",
+    "aliases.actions": "Aktionen",
+    "aliases.localPart": "Alias-Name",
+    "aliases.localPartHint": "Buchstaben, Ziffern, '-', '_' und '.'; die Adresse endet auf @{domain}.",
+    "aliases.createRandom": "Zufälligen Alias erstellen",
+    "aliases.createCustom": "Eigenen Alias erstellen",
+    "aliases.delete": "Löschen",
+    "aliases.deleteLabel": "{address} löschen",
+    "aliases.randomLeft": "Du kannst noch {count} zufällige Aliasse erstellen.",
+    "aliases.customLeft": "Du kannst noch {count} eigene Aliasse erstellen.",
+    "aliases.randomLimit":
+      "Du hast die Grenze von {max} zufälligen Aliassen erreicht. Lösche einen, um einen neuen zu erstellen.",
+    "aliases.customLimit": "Du hast die Grenze von {max} eigenen Aliassen erreicht.",
+    "aliases.characters":
+      "Der Benutzername enthält unerwartete Zeichen. Erlaubt sind nur Buchstaben und Ziffern sowie -, _ und .",
+    "aliases.syntax":
+      "Das ist keine gültige Adresse: Punkte dürfen nicht am Anfang oder Ende oder direkt hintereinander stehen.",
+    "aliases.taken": "Die E-Mail-Adresse ist bereits vergeben.",
+    "aliases.noteTooLong": "Die Notiz darf höchstens {max} Zeichen lang sein.",
+    "aliases.createdRandom": "Dein neuer Alias {address} ist bereit.",
+    "aliases.createdCustom": "Dein neuer Alias {address} ist bereit.",
+    "aliases.deleted": "Der Alias {address} wurde gelöscht. Die Adresse kann nicht wieder verwendet werden.",
+    "aliases.notFound": "Diesen Alias gibt es nicht, oder er gehört nicht dir.",
+    "aliases.customNotDeletable": "Eigene Aliasse können nur die Administrator*innen löschen.",
+  },
+});

@@ -1,0 +1,186 @@
+import multipart, { type MultipartFile, type MultipartValue } from "@fastify/multipart";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { MessageKey } from "../../i18n/catalogue.ts";
+import { formatDateTime } from "../../i18n/dates.ts";
+import { type KeyRefusal, KeyRefused } from "../../openpgp/identities.ts";
+import { maxKeyUploadBodyBytes } from "../../openpgp/keys.ts";
+import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
+import { notSpam } from "../guards.ts";
+import { confirmPassword } from "../password-confirmation.ts";
+import { errorPage, render } from "../render.ts";
+
+type Form = Record<string, string | undefined>;
+const text = (value: unknown): string => (typeof value === "string" ? value : "");
+
+/** The upload form as the page reads it, whether it came as multipart (with a file) or as a plain form. */
+interface UploadForm {
+  email: string;
+  keyText: string;
+  /** The chosen file; null when none was chosen (browsers send an empty part without a name). */
+  keyFile: { data: Buffer; truncated: boolean } | null;
+  /** A field cut at the size limit. */
+  truncated: boolean;
+}
+
+const refusals: Record<KeyRefusal, { key: MessageKey; status: number }> = {
+  not_identity: { key: "openpgp.notIdentity", status: 403 },
+  no_data: { key: "openpgp.noData", status: 422 },
+  too_large: { key: "openpgp.tooLarge", status: 413 },
+  no_key: { key: "openpgp.noKeyForAddress", status: 422 },
+  several_keys: { key: "openpgp.severalKeys", status: 422 },
+  no_stored_key: { key: "openpgp.noStoredKey", status: 404 },
+};
+
+/** The upload form of a multipart request, as the preValidation hook read it. */
+const uploadForms = new WeakMap<FastifyRequest, UploadForm>();
+
+/** `/account/openpgp`: the user's keys for WKD; upload (file or pasted text) and deletion (password). */
+export async function openPgpPages(app: FastifyInstance, services: WebServices) {
+  const { openPgpIdentities } = services;
+  const guarded = { preHandler: notSpam };
+  const posted = { preHandler: [app.csrfProtection, notSpam] };
+  const me = (request: FastifyRequest) => request.web.session!.user;
+
+  const page = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    form: { errors?: FieldErrors; values?: Record<string, string> } = {},
+    status = 200,
+  ) => {
+    const identities = await openPgpIdentities.list(me(request));
+    return render(
+      request,
+      reply,
+      "account/openpgp",
+      {
+        identities,
+        when: (seconds: number) => formatDateTime(request.web.locale, seconds),
+        errors: form.errors ?? {},
+        values: form.values ?? {},
+      },
+      status,
+    );
+  };
+
+  app.get("/account/openpgp", guarded, (request, reply) => page(request, reply));
+
+  // The upload reads multipart bodies: the parser is registered in a scope of its own, so no
+  // other page accepts them. Files are held in memory up to the importer's own limit.
+  await app.register(async (scope) => {
+    await scope.register(multipart, {
+      attachFieldsToBody: true,
+      throwFileSizeLimit: false,
+      limits: {
+        fileSize: maxKeyUploadBodyBytes,
+        fieldSize: maxKeyUploadBodyBytes,
+        files: 1,
+        fields: 8,
+        parts: 10,
+      },
+      onFile: async (part: MultipartFile) => {
+        const data = await part.toBuffer();
+        (part as MultipartFile & { value: unknown }).value = {
+          data,
+          truncated: part.file.truncated,
+          named: part.filename !== "",
+        };
+      },
+    });
+    // The parts as plain values (the CSRF check reads `_csrf` from the body), sizes remembered.
+    scope.addHook("preValidation", async (request) => {
+      if (!request.isMultipart()) return;
+      const parts = (request.body ?? {}) as Record<string, MultipartValue | MultipartFile | unknown>;
+      const body: Record<string, string> = {};
+      const form: UploadForm = { email: "", keyText: "", keyFile: null, truncated: false };
+      for (const [name, part] of Object.entries(parts)) {
+        if (typeof part !== "object" || part === null || Array.isArray(part)) continue;
+        const entry = part as { type?: string; value?: unknown; valueTruncated?: boolean };
+        if (entry.type === "field" && typeof entry.value === "string") {
+          body[name] = entry.value;
+          if (entry.valueTruncated) form.truncated = true;
+        } else if (entry.type === "file" && name === "keyFile") {
+          const file = entry.value as { data: Buffer; truncated: boolean; named: boolean };
+          if (file.named || file.data.length > 0)
+            form.keyFile = { data: file.data, truncated: file.truncated };
+        }
+      }
+      form.email = text(body.email);
+      form.keyText = text(body.keyText);
+      request.body = body;
+      uploadForms.set(request, form);
+    });
+
+    scope.post<{ Body: Form }>("/account/openpgp", posted, async (request, reply) => {
+      const form: UploadForm = uploadForms.get(request) ?? {
+        email: text(request.body?.email),
+        keyText: text(request.body?.keyText),
+        keyFile: null,
+        truncated: false,
+      };
+      const values = { email: form.email, keyText: form.keyText };
+      const hasText = form.keyText.trim() !== "";
+      const hasFile = form.keyFile !== null && form.keyFile.data.length > 0;
+      const field = hasFile ? "keyFile" : "keyText";
+      if (hasText === hasFile)
+        return page(request, reply, { errors: { keyFile: { key: "openpgp.selectOne" } }, values }, 422);
+      if (form.truncated || form.keyFile?.truncated)
+        return page(request, reply, { errors: { [field]: { key: "openpgp.tooLarge" } }, values }, 413);
+      try {
+        await openPgpIdentities.upload(me(request), form.email, hasFile ? form.keyFile!.data : form.keyText);
+      } catch (error) {
+        if (!(error instanceof KeyRefused)) throw error;
+        const refusal = refusals[error.reason];
+        const at = error.reason === "not_identity" ? "email" : field;
+        return page(request, reply, { errors: { [at]: { key: refusal.key } }, values }, refusal.status);
+      }
+      await addFlash(request, { kind: "success", key: "openpgp.uploaded" });
+      return seeOther(reply, "/account/openpgp");
+    });
+  });
+
+  const deletePage = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    email: string,
+    errors: FieldErrors = {},
+    status = 200,
+  ) => render(request, reply, "account/openpgp-delete", { email, errors }, status);
+
+  /** The address of a delete URL when it is one of the user's identities with a key, else an error page. */
+  const keyOf = async (request: FastifyRequest, reply: FastifyReply, email: string) => {
+    const identity = (await openPgpIdentities.list(me(request))).find((i) => i.email === email);
+    if (!identity) return errorPage(request, reply, 403, request.web.t("openpgp.notIdentity"));
+    if (!identity.key) return errorPage(request, reply, 404, request.web.t("openpgp.noStoredKey"));
+    return null;
+  };
+
+  app.get<{ Params: { email: string } }>(
+    "/account/openpgp/delete/:email",
+    guarded,
+    async (request, reply) => {
+      const { email } = request.params;
+      return (await keyOf(request, reply, email)) ?? deletePage(request, reply, email);
+    },
+  );
+
+  app.post<{ Params: { email: string }; Body: Form }>(
+    "/account/openpgp/delete/:email",
+    posted,
+    async (request, reply) => {
+      const { email } = request.params;
+      const missing = await keyOf(request, reply, email);
+      if (missing) return missing;
+      const refused = await confirmPassword(request, reply, services, text(request.body?.password));
+      if (refused) return deletePage(request, reply, email, refused.errors, refused.status);
+      try {
+        await openPgpIdentities.remove(me(request), email);
+      } catch (error) {
+        if (!(error instanceof KeyRefused)) throw error;
+        const refusal = refusals[error.reason];
+        return errorPage(request, reply, refusal.status, request.web.t(refusal.key));
+      }
+      await addFlash(request, { kind: "success", key: "openpgp.deleted", params: { email } });
+      return seeOther(reply, "/account/openpgp");
+    },
+  );
+}
