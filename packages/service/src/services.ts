@@ -1,11 +1,15 @@
 import { AliasService } from "./accounts/aliases.ts";
 import { DomainService } from "./accounts/domains.ts";
 import { IdentityService } from "./accounts/identity.ts";
+import { InviteCodeService } from "./accounts/invite-codes.ts";
 import { LifecycleService } from "./accounts/lifecycle.ts";
 import { PasswordPolicy } from "./accounts/password-policy.ts";
 import { RecoveryService } from "./accounts/recovery.ts";
+import { RegistrationService } from "./accounts/registration.ts";
+import { ReservedNameService } from "./accounts/reserved-names.ts";
 import { RetentionService } from "./accounts/retention.ts";
 import { SettingsService } from "./accounts/settings.ts";
+import { SetupService } from "./accounts/setup.ts";
 import { SignInService } from "./accounts/sign-in.ts";
 import { SignInThrottle } from "./accounts/sign-in-throttle.ts";
 import { TwoFactorService } from "./accounts/two-factor.ts";
@@ -50,6 +54,11 @@ export interface Services {
   mail: MailOutbox;
   /** Recovery with the recovery token (the public /recovery page). */
   recovery: RecoveryService;
+  /** Invitations and registration (web, admin area, importer): codes, reserved names, /init. */
+  inviteCodes: InviteCodeService;
+  reservedNames: ReservedNameService;
+  registration: RegistrationService;
+  setup: SetupService;
 }
 
 export interface ServiceOptions {
@@ -74,7 +83,13 @@ export function createServices(
   const settings = new SettingsService(db);
   const users = new UserService(db, pool, settings, events);
   const signInThrottle = new SignInThrottle(db);
+  const domains = new DomainService(db);
+  const passwordPolicy = new PasswordPolicy(options.pwnedPasswordsUrl ?? null, {
+    ...(options.onPasswordLookupError ? { onLookupError: options.onPasswordLookupError } : {}),
+  });
   const mail = new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock });
+  const inviteCodes = new InviteCodeService(db);
+  const reservedNames = new ReservedNameService(db);
   const lifecycle = new LifecycleService(db, pool, settings, users, events);
   const openPgpKeys = new OpenPgpKeyService(db);
   // Every alias a user creates on the pages sends "alias created" to its owner (reference 5.10).
@@ -86,14 +101,12 @@ export function createServices(
     pool,
     metrics,
     settings,
-    domains: new DomainService(db),
+    domains,
     users,
     aliases: new AliasService(db, users),
     lifecycle,
     signInThrottle,
-    passwordPolicy: new PasswordPolicy(options.pwnedPasswordsUrl ?? null, {
-      ...(options.onPasswordLookupError ? { onLookupError: options.onPasswordLookupError } : {}),
-    }),
+    passwordPolicy,
     signIn: new SignInService(db, pool, settings, users, signInThrottle, (result) =>
       metrics.signIns.inc({ result }),
     ),
@@ -108,5 +121,9 @@ export function createServices(
     openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
     mail,
     recovery: new RecoveryService(db, pool, signInThrottle, mail),
+    inviteCodes,
+    reservedNames,
+    registration: new RegistrationService(db, users, inviteCodes, reservedNames, passwordPolicy, mail),
+    setup: new SetupService(db, domains, users, settings),
   };
 }

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import { type Database, flag, toFlag } from "../db/schema.ts";
 import { conflict, invalid, notFound } from "../errors.ts";
 import { parseNewDomain } from "./addresses.ts";
 import type { LifecycleService } from "./lifecycle.ts";
@@ -12,6 +12,48 @@ export interface Domain {
   name: string;
   createdAt: number;
   updatedAt: number;
+}
+
+/** A domain's invitation settings (reference section 1.3): who may invite, how many, after how long. */
+export interface DomainInvitations {
+  enabled: boolean;
+  /** Invite codes each user of the domain is handed out (multipliers may create more). */
+  limit: number;
+  /** Days an account must exist before its codes are handed out. */
+  waitingPeriodDays: number;
+}
+
+export const maxInvitationLimit = 10_000;
+export const maxWaitingPeriodDays = 3650;
+
+/** A whole number in range, given as a number or as the digits a form or the console sends. */
+function wholeNumber(name: string, value: unknown, min: number, max: number): number {
+  const n = typeof value === "string" && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < min || n > max)
+    throw invalid(`${name}: must be a whole number from ${min} to ${max}`);
+  return n;
+}
+
+/** Checks a change of invitation settings; what is not given stays. */
+export function checkInvitations(patch: {
+  enabled?: unknown;
+  limit?: unknown;
+  waitingPeriodDays?: unknown;
+}): Partial<DomainInvitations> {
+  const checked: Partial<DomainInvitations> = {};
+  if (patch.enabled !== undefined) {
+    if (typeof patch.enabled !== "boolean") throw invalid("enabled: must be true or false");
+    checked.enabled = patch.enabled;
+  }
+  if (patch.limit !== undefined) checked.limit = wholeNumber("limit", patch.limit, 0, maxInvitationLimit);
+  if (patch.waitingPeriodDays !== undefined)
+    checked.waitingPeriodDays = wholeNumber(
+      "waitingPeriodDays",
+      patch.waitingPeriodDays,
+      1,
+      maxWaitingPeriodDays,
+    );
+  return checked;
 }
 
 export class DomainService {
@@ -62,6 +104,53 @@ export class DomainService {
       query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
     ]);
     return { items: rows.map(toDomain), total: Number(count.n) };
+  }
+
+  /** The invitation settings of a domain (by id: the domain of a user or of an invite code). */
+  async invitations(domainId: number, db: Kysely<Database> = this.#db): Promise<DomainInvitations> {
+    const row = await db
+      .selectFrom("domains")
+      .select(["invitation_enabled", "invitation_limit", "invitation_waiting_period_days"])
+      .where("id", "=", domainId)
+      .executeTakeFirst();
+    if (!row) throw notFound("domain not found");
+    return toInvitations(row);
+  }
+
+  /** Changes a domain's invitation settings: limit 0 or more, waiting period at least one day. */
+  async updateInvitations(
+    rawName: string,
+    patch: { enabled?: unknown; limit?: unknown; waitingPeriodDays?: unknown },
+  ): Promise<DomainInvitations> {
+    const checked = checkInvitations(patch);
+    const domain = await this.get(rawName);
+    const changes: Partial<{
+      invitation_enabled: 0 | 1;
+      invitation_limit: number;
+      invitation_waiting_period_days: number;
+    }> = {};
+    if (checked.enabled !== undefined) changes.invitation_enabled = toFlag(checked.enabled);
+    if (checked.limit !== undefined) changes.invitation_limit = checked.limit;
+    if (checked.waitingPeriodDays !== undefined)
+      changes.invitation_waiting_period_days = checked.waitingPeriodDays;
+    if (Object.keys(changes).length > 0)
+      await this.#db
+        .updateTable("domains")
+        .set({ ...changes, updated_at: nowSeconds() })
+        .where("id", "=", domain.id)
+        .execute();
+    return this.invitations(domain.id);
+  }
+
+  /** Whether any domain takes registrations (the start page shows the invite-code form only then). */
+  async anyInvitationsEnabled(): Promise<boolean> {
+    const row = await this.#db
+      .selectFrom("domains")
+      .select("id")
+      .where("invitation_enabled", "=", toFlag(true))
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /** Counts of what a domain still holds, for the delete check and the console's dry run. */
@@ -135,6 +224,16 @@ export class DomainService {
     });
   }
 }
+
+export const toInvitations = (row: {
+  invitation_enabled: boolean | number;
+  invitation_limit: number;
+  invitation_waiting_period_days: number;
+}): DomainInvitations => ({
+  enabled: flag(row.invitation_enabled),
+  limit: Number(row.invitation_limit),
+  waitingPeriodDays: Number(row.invitation_waiting_period_days),
+});
 
 const toDomain = (row: { id: number; name: string; created_at: number; updated_at: number }): Domain => ({
   id: row.id,

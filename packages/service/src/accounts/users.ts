@@ -200,6 +200,16 @@ export interface TotpInput {
 
 export type UserStatus = "active" | "deleted" | "all";
 
+export interface CreateUserOptions {
+  /**
+   * More work of the caller in the creating transaction, after the user row and `user.created`
+   * (registration: redeem the invite code, queue the welcome e-mail). Throwing rolls the whole
+   * creation back. A callback rather than the caller's transaction, so Argon2 still runs before
+   * any transaction is open. Use only `trx` in it: on SQLite another query would wait for it.
+   */
+  within?: (trx: Transaction<Database>, user: User) => Promise<void>;
+}
+
 export interface CreatedUser {
   user: User;
   recoveryToken: string | null;
@@ -244,7 +254,7 @@ export class UserService {
    * Creates an account; keys (and a recovery token) are made when MailCrypt applies to it.
    * `user.created` is recorded in the same transaction for every caller (admin API, console, web).
    */
-  async create(input: CreateUserInput): Promise<CreatedUser> {
+  async create(input: CreateUserInput, options: CreateUserOptions = {}): Promise<CreatedUser> {
     const address = parseNewAddress(input.email);
     if (!address) throw invalid(`email: not a valid e-mail address: ${newAddressProblem(input.email)}`);
     const password = checkNewPassword(input.password);
@@ -295,6 +305,7 @@ export class UserService {
       const created = await this.findByEmail(address.email, trx);
       if (!created) throw new Error("inserted user not found");
       await this.#events.record(trx, "user.created", created);
+      await options.within?.(trx, created);
       return created;
     });
     return { user, recoveryToken: material?.recoveryToken ?? null };

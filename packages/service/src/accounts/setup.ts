@@ -1,0 +1,124 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+import { conflict } from "../errors.ts";
+import type { Domain, DomainService } from "./domains.ts";
+import { type SettingName, type SettingsService, settingDefinitions } from "./settings.ts";
+import type { CreatedUser, UserService } from "./users.ts";
+
+/**
+ * The first-run setup (reference section 5.3, `/init`): the primary domain, the first admin, the
+ * basic settings. Each step is allowed only while it is not done, and the step itself checks
+ * that, not only the page showing its form (the reference's POST handlers did not: its bug 14).
+ *
+ * "Settings not yet configured" is marked by the absence of a stored `app_url`: the wizard's last
+ * step writes it, and so does an admin saving settings, the console or an import from userli. The
+ * reference asked "is there any settings row", which a migration seeding one setting already
+ * answered (its bug 14, second half); our migrations store other settings, never `app_url`.
+ */
+export type SetupStep = "domain" | "admin" | "settings" | "done";
+
+/** The settings the wizard asks for, in the order of its form. */
+export const setupSettings = [
+  "app_name",
+  "app_url",
+  "project_name",
+  "project_url",
+  "email_sender_address",
+  "email_notification_address",
+  "postmaster_address",
+  "webmail_url",
+  "mail_crypt",
+] as const satisfies readonly SettingName[];
+export type SetupSetting = (typeof setupSettings)[number];
+
+/** The setting whose stored row marks the settings step done. */
+const configuredMarker: SettingName = "app_url";
+
+export class SetupService {
+  readonly #db: Kysely<Database>;
+  readonly #domains: DomainService;
+  readonly #users: UserService;
+  readonly #settings: SettingsService;
+
+  constructor(db: Kysely<Database>, domains: DomainService, users: UserService, settings: SettingsService) {
+    this.#db = db;
+    this.#domains = domains;
+    this.#users = users;
+    this.#settings = settings;
+  }
+
+  /** The first step not done yet. */
+  async step(): Promise<SetupStep> {
+    if (!(await this.#domains.primary())) return "domain";
+    const user = await this.#db.selectFrom("users").select("id").limit(1).executeTakeFirst();
+    if (!user) return "admin";
+    const marker = await this.#db
+      .selectFrom("settings")
+      .select("name")
+      .where("name", "=", configuredMarker)
+      .executeTakeFirst();
+    return marker ? "done" : "settings";
+  }
+
+  async #expect(step: SetupStep): Promise<void> {
+    const now = await this.step();
+    if (now !== step) throw conflict(`setup: the ${step} step is not open (next step: ${now})`);
+  }
+
+  /** Step 1, only while no domain exists: the primary domain. */
+  async createPrimaryDomain(name: string): Promise<Domain> {
+    await this.#expect("domain");
+    return this.#domains.create(name);
+  }
+
+  /**
+   * Step 2, only while no user exists: `postmaster@<primary domain>` with ROLE_ADMIN. As in the
+   * reference, without MailCrypt keys (so no recovery token to show); at MailCrypt level 3 the
+   * first sign-in makes them.
+   */
+  async createFirstAdmin(password: string): Promise<CreatedUser> {
+    await this.#expect("admin");
+    const primary = await this.#domains.primary();
+    if (!primary) throw conflict("setup: no primary domain");
+    return this.#users.create({
+      email: `postmaster@${primary.name}`,
+      password,
+      roles: ["ROLE_ADMIN"],
+      mailCrypt: false,
+    });
+  }
+
+  /** The values the settings form starts with: what is stored, else the reference's suggestions. */
+  async settingsProposal(): Promise<Record<SetupSetting, string>> {
+    const [primary, current, storedRows] = await Promise.all([
+      this.#domains.primary(),
+      this.#settings.all(),
+      this.#db.selectFrom("settings").select("name").execute(),
+    ]);
+    const stored = new Set(storedRows.map((row) => row.name));
+    const domain = primary?.name ?? "example.org";
+    const suggested: Partial<Record<SetupSetting, string>> = {
+      app_url: `https://users.${domain}`,
+      project_name: domain,
+      project_url: `https://${domain}`,
+      email_sender_address: `noreply@${domain}`,
+      email_notification_address: `admin@${domain}`,
+      postmaster_address: `postmaster@${domain}`,
+    };
+    const values = {} as Record<SetupSetting, string>;
+    for (const name of setupSettings)
+      values[name] = stored.has(name) ? String(current[name]) : (suggested[name] ?? String(current[name]));
+    return values;
+  }
+
+  /** Step 3, only while not configured: the basic settings (checked by the settings' own rules). */
+  async saveSettings(values: Record<SetupSetting, string>): Promise<void> {
+    await this.#expect("settings");
+    const chosen: Record<string, string> = {};
+    for (const name of setupSettings) chosen[name] = values[name] ?? "";
+    await this.#settings.update(chosen);
+  }
+}
+
+/** The kind of a setup setting's value (for the form: a choice is a select). */
+export const setupSettingType = (name: SetupSetting) => settingDefinitions[name].type;
