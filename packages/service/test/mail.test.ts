@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
+import { openDatabase } from "../src/db/database.ts";
+import { migrateToLatest } from "../src/db/migrate.ts";
 import { createLogger } from "../src/logger.ts";
 import { aliasCreatedMessage } from "../src/mail/messages.ts";
-import { MailOutbox } from "../src/mail/outbox.ts";
+import { MailOutbox, mailSettings } from "../src/mail/outbox.ts";
 import { MailWorker } from "../src/mail/sender.ts";
+import { scratchDatabase } from "./helpers/databases.ts";
+import { runConsole } from "./helpers/process.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 import { type SmtpReceiver, startSmtpReceiver } from "./helpers/smtp-receiver.ts";
 
@@ -224,6 +228,45 @@ describe("e-mail", () => {
     assert.equal(relay.received.length, 6);
   });
 
+  test("sent messages are forgotten after 14 days, failed ones after 30, pending ones never", async () => {
+    const { db } = service.services.database;
+    await db.transaction().execute(async (trx) => {
+      for (const email of ["sent@example.net", "failed@example.net", "pending@example.net"])
+        await service.services.mail.welcome(trx, { email, locale: "en" });
+    });
+    const at = (days: number) => Math.floor(Date.now() / 1000) - days * 86400;
+    await db
+      .updateTable("mail_outbox")
+      .set({ status: "success", sent_at: at(15) })
+      .where("recipient", "=", "sent@example.net")
+      .execute();
+    await db
+      .updateTable("mail_outbox")
+      .set({ status: "failed", next_attempt_at: null, created_at: at(20) })
+      .where("recipient", "=", "failed@example.net")
+      .execute();
+    await db
+      .updateTable("mail_outbox")
+      .set({ created_at: at(100) })
+      .where("recipient", "=", "pending@example.net")
+      .execute();
+    assert.equal(await worker().prune(), 1);
+    assert.deepEqual((await outbox()).map((r) => r.recipient).sort(), [
+      "failed@example.net",
+      "pending@example.net",
+    ]);
+    await db
+      .updateTable("mail_outbox")
+      .set({ created_at: at(31) })
+      .where("recipient", "=", "failed@example.net")
+      .execute();
+    assert.equal(await worker().prune(), 1);
+    assert.deepEqual(
+      (await outbox()).map((r) => r.recipient),
+      ["pending@example.net"],
+    );
+  });
+
   test("without SMTP_URL nothing is written", async () => {
     const off = new MailOutbox({ enabled: false });
     const id = await service.services.database.db
@@ -232,5 +275,58 @@ describe("e-mail", () => {
     assert.equal(id, null);
     assert.equal((await outbox()).length, 0);
     assert.equal(service.services.mail.enabled, true);
+  });
+});
+
+describe("console: app:mail:list and app:mail:retry", () => {
+  test("lists without the text, and sends failed messages again", async () => {
+    const scratch = await scratchDatabase("mas-mail-console-");
+    const database = await openDatabase(scratch.url, { poolSize: 2 });
+    try {
+      await migrateToLatest(database);
+      const outbox = new MailOutbox({ enabled: true });
+      const ids = await database.db.transaction().execute(async (trx) => {
+        const settings = await mailSettings(trx);
+        const first = await outbox.welcome(trx, { email: "one@example.net", locale: "en" });
+        const second = await outbox.enqueue(trx, {
+          recipient: "two@example.net",
+          subject: "Second",
+          body: `a body that is never printed ${settings.appName}`,
+        });
+        return [first ?? "", second ?? ""];
+      });
+      await database.db
+        .updateTable("mail_outbox")
+        .set({ status: "failed", attempts: 8, next_attempt_at: null, error: "connect ECONNREFUSED" })
+        .execute();
+      const list = runConsole(scratch.url, ["app:mail:list", "--status", "failed"]);
+      assert.equal(list.status, 0, list.stderr);
+      assert.match(list.stdout, /one@example\.net/);
+      assert.match(list.stdout, /ECONNREFUSED/);
+      assert.doesNotMatch(list.stdout, /never printed/);
+      const json = JSON.parse(runConsole(scratch.url, ["app:mail:list", "--json"]).stdout);
+      assert.equal(json.length, 2);
+      assert.ok(!("body" in json[0]));
+
+      const one = runConsole(scratch.url, ["app:mail:retry", "--id", ids[0] ?? ""]);
+      assert.equal(one.status, 0, one.stderr);
+      assert.match(one.stdout, /^1 e-mail/);
+      const rows = await database.db.selectFrom("mail_outbox").selectAll().orderBy("id").execute();
+      assert.deepEqual(
+        rows.map((r) => [r.recipient, r.status, r.attempts]),
+        [
+          ["one@example.net", "pending", 0],
+          ["two@example.net", "failed", 8],
+        ],
+      );
+      assert.match(runConsole(scratch.url, ["app:mail:retry", "--all-failed"]).stdout, /^1 e-mail/);
+      const bad = runConsole(scratch.url, ["app:mail:retry"]);
+      assert.equal(bad.status, 1);
+      assert.match(bad.stderr, /--id <id> or --all-failed/);
+      assert.equal(runConsole(scratch.url, ["app:mail:list", "--status", "sent"]).status, 1);
+    } finally {
+      await database.close();
+      await scratch.remove();
+    }
   });
 });

@@ -4,6 +4,7 @@ import { aliasCommands } from "./aliases.ts";
 import { withServices } from "./context.ts";
 import { domainCommands } from "./domains.ts";
 import { jobCommands } from "./jobs.ts";
+import { mailCommands } from "./mail.ts";
 import { metricsCommands } from "./metrics.ts";
 import { movingCommands } from "./moving.ts";
 import { openPgpCommands } from "./openpgp.ts";
@@ -40,6 +41,7 @@ settingCommands(program);
 openPgpCommands(program);
 webhookCommands(program);
 jobCommands(program);
+mailCommands(program);
 metricsCommands(program);
 movingCommands(program);
 

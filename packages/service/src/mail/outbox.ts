@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from "kysely";
 import { decodeSetting } from "../accounts/settings.ts";
-import type { Database } from "../db/schema.ts";
+import type { Database, DeliveryStatus } from "../db/schema.ts";
 import type { Locale } from "../i18n/catalogue.ts";
 import { ulid } from "../webhooks/ulid.ts";
 import {
@@ -108,4 +108,71 @@ export async function mailSettings(db: Kysely<Database> | Transaction<Database>)
     appUrl: decodeSetting("app_url", stored.get("app_url")),
     projectName: decodeSetting("project_name", stored.get("project_name")),
   };
+}
+
+/** One outbox row as the console lists it: never the body. */
+export interface OutboxEntry {
+  id: string;
+  recipient: string;
+  subject: string;
+  status: DeliveryStatus;
+  attempts: number;
+  createdAt: number;
+  nextAttemptAt: number | null;
+  sentAt: number | null;
+  error: string | null;
+}
+
+/** The newest messages first, optionally of one status. */
+export async function listOutbox(
+  db: Kysely<Database>,
+  filter: { status?: DeliveryStatus; limit: number },
+): Promise<OutboxEntry[]> {
+  let query = db
+    .selectFrom("mail_outbox")
+    .select([
+      "id",
+      "recipient",
+      "subject",
+      "status",
+      "attempts",
+      "created_at",
+      "next_attempt_at",
+      "sent_at",
+      "error",
+    ])
+    .orderBy("id", "desc")
+    .limit(filter.limit);
+  if (filter.status) query = query.where("status", "=", filter.status);
+  const rows = await query.execute();
+  return rows.map((row) => ({
+    id: row.id,
+    recipient: row.recipient,
+    subject: row.subject,
+    status: row.status,
+    attempts: row.attempts,
+    createdAt: row.created_at,
+    nextAttemptAt: row.next_attempt_at,
+    sentAt: row.sent_at,
+    error: row.error,
+  }));
+}
+
+/**
+ * Failed messages (these, or all) become due again with a fresh round of retries, e.g. after the
+ * relay's credentials were fixed. Returns how many; messages not failed are left alone.
+ */
+export async function retryFailedMail(
+  db: Kysely<Database>,
+  ids: readonly string[] | "all",
+  now = Math.floor(Date.now() / 1000),
+): Promise<number> {
+  if (ids !== "all" && ids.length === 0) return 0;
+  let query = db
+    .updateTable("mail_outbox")
+    .set({ status: "pending", attempts: 0, next_attempt_at: now, claimed_until: null, claim_token: null })
+    .where("status", "=", "failed");
+  if (ids !== "all") query = query.where("id", "in", [...ids]);
+  const result = await query.executeTakeFirst();
+  return Number(result.numUpdatedRows);
 }

@@ -29,6 +29,10 @@ export interface MailAttemptOutcome {
  */
 export const defaultMailRetryDelays = [10, 60, 300, 1800, 3600, 7200, 21600];
 const maxStoredText = 4096;
+/** Sent messages are kept this long (to answer "was it sent?"), failed ones longer (to be retried by hand). */
+export const keepSentSeconds = 14 * 86400;
+export const keepFailedSeconds = 30 * 86400;
+const pruneEverySeconds = 3600;
 
 const dueAt =
   (now: number) =>
@@ -60,6 +64,7 @@ export class MailWorker {
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
   #stopped = false;
+  #prunedAt = 0;
 
   constructor(db: Kysely<Database>, logger: Logger, smtpUrl: string, options: MailWorkerOptions = {}) {
     this.#db = db;
@@ -106,6 +111,7 @@ export class MailWorker {
 
   /** One pass: claims and sends every due message (in batches). Returns how many were attempted. */
   async runOnce(): Promise<number> {
+    if (this.#seconds() - this.#prunedAt >= pruneEverySeconds) await this.prune();
     let attempted = 0;
     for (;;) {
       const now = this.#seconds();
@@ -123,6 +129,26 @@ export class MailWorker {
       attempted += sent;
       if (sent === 0 || this.#stopped) return attempted;
     }
+  }
+
+  /**
+   * Forgets old messages (addresses and texts are personal data): sent ones after 14 days, failed
+   * ones after 30. Every instance's worker does it at most hourly; the deletes are idempotent.
+   */
+  async prune(): Promise<number> {
+    const now = this.#seconds();
+    this.#prunedAt = now;
+    const sent = await this.#db
+      .deleteFrom("mail_outbox")
+      .where("status", "=", "success")
+      .where("sent_at", "<", now - keepSentSeconds)
+      .executeTakeFirst();
+    const failed = await this.#db
+      .deleteFrom("mail_outbox")
+      .where("status", "=", "failed")
+      .where("created_at", "<", now - keepFailedSeconds)
+      .executeTakeFirst();
+    return Number(sent.numDeletedRows) + Number(failed.numDeletedRows);
   }
 
   async #sender(): Promise<{ name: string; address: string }> {
