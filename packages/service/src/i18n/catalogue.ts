@@ -1,9 +1,11 @@
 import { account } from "./areas/account.ts";
 import { aliases } from "./areas/aliases.ts";
 import { common } from "./areas/common.ts";
+import { init } from "./areas/init.ts";
 import { mail } from "./areas/mail.ts";
 import { openpgp } from "./areas/openpgp.ts";
 import { recovery } from "./areas/recovery.ts";
+import { registration } from "./areas/registration.ts";
 import { signIn } from "./areas/sign-in.ts";
 import { twoFactorSetup } from "./areas/two-factor-setup.ts";
 
@@ -27,6 +29,8 @@ const areas = [
   openpgp,
   mail,
   recovery,
+  registration,
+  init,
 ] as const;
 
 type KeysOf<A> = A extends { en: Record<infer K, string> } ? K : never;

@@ -10,8 +10,10 @@ import type { Services } from "../services.ts";
 import { sessionCookie, type WebContext, type WebServices } from "./context.ts";
 import { accountPages } from "./pages/account.ts";
 import { aliasPages } from "./pages/aliases.ts";
+import { initPages } from "./pages/init.ts";
 import { openPgpPages } from "./pages/openpgp.ts";
 import { recoveryPages } from "./pages/recovery.ts";
+import { registrationPages } from "./pages/registration.ts";
 import { signInPages } from "./pages/sign-in.ts";
 import { twoFactorPages } from "./pages/two-factor.ts";
 import { errorPage, langCookie, localeOf } from "./render.ts";
@@ -101,5 +103,7 @@ export async function webInterface(app: FastifyInstance, services: Services) {
   await twoFactorPages(app, web);
   await aliasPages(app, web);
   await openPgpPages(app, web);
+  await registrationPages(app, web);
+  await initPages(app, web);
   await recoveryPages(app, web);
 }

@@ -46,6 +46,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     return render(request, reply, "account/index", {
       webmailUrl: await settings.get("webmail_url"),
       sessionCount: await sessions.count(session.user.id),
+      showVouchers: await services.inviteCodes.mayHaveCodes(session.user),
     });
   });
 

@@ -43,6 +43,7 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
     values: Record<string, string> = {},
     errors: FieldErrors = {},
     status = 200,
+    extra: Record<string, unknown> = {},
   ) => {
     const primary = await domains.primary();
     const query = request.query as Record<string, string | undefined>;
@@ -50,7 +51,7 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
       request,
       reply,
       "login",
-      { values, errors, primaryDomain: primary?.name ?? "", notice: query.notice ?? "" },
+      { values, errors, primaryDomain: primary?.name ?? "", notice: query.notice ?? "", ...extra },
       status,
     );
   };
@@ -72,7 +73,8 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
   app.get("/", async (request, reply) => {
     if (!(await domains.primary())) return seeOther(reply, "/init");
     if (request.web.session?.stage === "signed_in") return seeOther(reply, "/account");
-    return loginForm(request, reply);
+    // The invite-code form (pages/registration.ts answers its POST) while any domain invites.
+    return loginForm(request, reply, {}, {}, 200, { inviteForm: await domains.anyInvitationsEnabled() });
   });
 
   app.get("/login", async (request, reply) => {

@@ -1,0 +1,198 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { normalizeSetting, settingDefinitions } from "../../accounts/settings.ts";
+import { type SetupSetting, type SetupStep, setupSettings } from "../../accounts/setup.ts";
+import { minPasswordLength } from "../../accounts/users.ts";
+import { ServiceError } from "../../errors.ts";
+import { addFlash, type FieldErrors, hasRole, seeOther, type WebServices } from "../context.ts";
+import { errorPage, render } from "../render.ts";
+import { newPasswordErrors } from "./account.ts";
+import { setSessionCookie } from "./sign-in.ts";
+
+type Form = Record<string, string | undefined>;
+const text = (value: unknown): string => (typeof value === "string" ? value : "");
+
+/** Where each step of the setup lives. */
+const stepPath: Record<SetupStep, string> = {
+  domain: "/init",
+  admin: "/init/user",
+  settings: "/init/settings",
+  done: "/",
+};
+
+/** The field error for a setting the settings' own rule refused (its message names the rule). */
+function settingError(name: SetupSetting, message: string): NonNullable<FieldErrors[string]> {
+  const definition: { type: string; minLength?: number; maxLength?: number } = settingDefinitions[name];
+  if (message.endsWith("must not be blank") || message.endsWith("a value is required"))
+    return { key: "form.required" };
+  if (/must be at (least|most) \d+ characters/.test(message))
+    return {
+      key: "init.settings.length",
+      params: { min: definition.minLength ?? 1, max: definition.maxLength ?? 4000 },
+    };
+  if (definition.type === "url") return { key: "init.settings.invalidUrl" };
+  if (definition.type === "email") return { key: "init.settings.invalidEmail" };
+  return { key: "init.settings.invalid" };
+}
+
+/**
+ * `/init`: the first-run setup (services.setup). Every step is answered only while it is the
+ * current one, on GET and on POST alike; otherwise the visitor is sent to the current step and
+ * nothing changes (the reference's POST handlers did not check: its bug 14). The first admin is
+ * signed in when created, and only that admin (or any admin) may save the settings step, so a
+ * stranger cannot set the service's addresses between the second and the third step.
+ */
+export async function initPages(app: FastifyInstance, services: WebServices) {
+  const { setup, domains, sessions } = services;
+
+  /** Null when `step` is the current step; otherwise the redirect to the current one. */
+  const elsewhere = async (reply: FastifyReply, step: SetupStep) => {
+    const current = await setup.step();
+    return current === step ? null : seeOther(reply, stepPath[current]);
+  };
+
+  // ---- step 1: the primary domain
+
+  const domainForm = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    values: Record<string, string> = {},
+    errors: FieldErrors = {},
+    status = 200,
+  ) => render(request, reply, "init/domain", { values, errors }, status);
+
+  app.get(
+    "/init",
+    async (request, reply) => (await elsewhere(reply, "domain")) ?? domainForm(request, reply),
+  );
+
+  app.post<{ Body: Form }>("/init", { preHandler: app.csrfProtection }, async (request, reply) => {
+    const redirect = await elsewhere(reply, "domain");
+    if (redirect) return redirect;
+    const name = text(request.body?.domain).trim();
+    const values = { domain: name };
+    if (name === "") return domainForm(request, reply, values, { domain: { key: "form.required" } }, 400);
+    try {
+      await setup.createPrimaryDomain(name);
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      if (error.kind === "invalid")
+        return domainForm(request, reply, values, { domain: { key: "init.domain.invalid" } }, 422);
+      // Someone finished this step meanwhile.
+      return seeOther(reply, stepPath[await setup.step()]);
+    }
+    return seeOther(reply, stepPath.admin);
+  });
+
+  // ---- step 2: the first administrator
+
+  const adminForm = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    errors: FieldErrors = {},
+    status = 200,
+  ) => {
+    const primary = await domains.primary();
+    return render(
+      request,
+      reply,
+      "init/admin",
+      { errors, email: `postmaster@${primary?.name ?? ""}`, minPasswordLength },
+      status,
+    );
+  };
+
+  app.get(
+    "/init/user",
+    async (request, reply) => (await elsewhere(reply, "admin")) ?? adminForm(request, reply),
+  );
+
+  app.post<{ Body: Form }>("/init/user", { preHandler: app.csrfProtection }, async (request, reply) => {
+    const redirect = await elsewhere(reply, "admin");
+    if (redirect) return redirect;
+    const password = text(request.body?.password);
+    const errors = await newPasswordErrors(
+      services.passwordPolicy,
+      password,
+      text(request.body?.passwordRepeat),
+      "password",
+    );
+    if (Object.keys(errors).length > 0) return adminForm(request, reply, errors, 422);
+    let created: Awaited<ReturnType<typeof setup.createFirstAdmin>>;
+    try {
+      created = await setup.createFirstAdmin(password);
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      return seeOther(reply, stepPath[await setup.step()]);
+    }
+    if (request.web.session) await sessions.end(request.web.session.idHash);
+    const { id } = await sessions.create(created.user, "signed_in", {
+      clientAddress: request.ip,
+      userAgent: request.headers["user-agent"],
+    });
+    setSessionCookie(request, reply, id);
+    return seeOther(reply, stepPath.settings);
+  });
+
+  // ---- step 3: the basic settings (the first admin, signed in)
+
+  /** An admin's session, or the answer for anyone else. */
+  const admin = async (request: FastifyRequest, reply: FastifyReply) => {
+    const session = request.web.session;
+    if (session?.stage !== "signed_in") {
+      await seeOther(reply, "/login");
+      return false;
+    }
+    if (!hasRole(session, "ROLE_ADMIN")) {
+      await errorPage(request, reply, 403, request.web.t("error.forbidden"));
+      return false;
+    }
+    return true;
+  };
+
+  const fields = setupSettings.map((name) => {
+    const definition: { type: string; optional?: boolean } = settingDefinitions[name];
+    const type = definition.type === "email" ? "email" : definition.type === "url" ? "url" : "text";
+    return { name, type, required: !definition.optional };
+  });
+
+  const settingsForm = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    values: Record<string, string>,
+    errors: FieldErrors = {},
+    status = 200,
+  ) => render(request, reply, "init/settings", { fields, values, errors }, status);
+
+  app.get("/init/settings", async (request, reply) => {
+    const redirect = await elsewhere(reply, "settings");
+    if (redirect) return redirect;
+    if (!(await admin(request, reply))) return reply;
+    return settingsForm(request, reply, await setup.settingsProposal());
+  });
+
+  app.post<{ Body: Form }>("/init/settings", { preHandler: app.csrfProtection }, async (request, reply) => {
+    const redirect = await elsewhere(reply, "settings");
+    if (redirect) return redirect;
+    if (!(await admin(request, reply))) return reply;
+    const values = {} as Record<SetupSetting, string>;
+    const errors: FieldErrors = {};
+    for (const name of setupSettings) {
+      values[name] = text(request.body?.[name]);
+      try {
+        normalizeSetting(name, values[name]);
+      } catch (error) {
+        if (!(error instanceof ServiceError)) throw error;
+        errors[name] = settingError(name, error.message);
+      }
+    }
+    if (Object.keys(errors).length > 0) return settingsForm(request, reply, values, errors, 422);
+    try {
+      await setup.saveSettings(values);
+    } catch (error) {
+      if (!(error instanceof ServiceError) || error.kind !== "conflict") throw error;
+      return seeOther(reply, stepPath[await setup.step()]);
+    }
+    await addFlash(request, { kind: "success", key: "init.configured" });
+    return seeOther(reply, "/");
+  });
+}

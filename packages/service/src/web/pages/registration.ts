@@ -1,0 +1,252 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { type InviteCodeProblem, inviteCodePattern, isMultiplier } from "../../accounts/invite-codes.ts";
+import {
+  maxLocalPartLength,
+  minLocalPartLength,
+  type RegistrationProblem,
+  RegistrationRefused,
+} from "../../accounts/registration.ts";
+import { minPasswordLength } from "../../accounts/users.ts";
+import { ServiceError } from "../../errors.ts";
+import { formatDateTime } from "../../i18n/dates.ts";
+import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
+import { notSuspicious, signedIn } from "../guards.ts";
+import { errorPage, render } from "../render.ts";
+import { setSessionCookie } from "./sign-in.ts";
+
+type Form = Record<string, string | undefined>;
+const text = (value: unknown): string => (typeof value === "string" ? value : "");
+
+/** Where the start page sends a visitor whose code cannot be used (anonymous: no session for a flash). */
+const noticeOf = (problem: InviteCodeProblem) => (problem === "redeemed" ? "inviteUsed" : "inviteInvalid");
+
+/** The message next to the field for each refusal of the registration service. */
+function fieldErrors(problems: RegistrationProblem[]): FieldErrors {
+  const errors: FieldErrors = {};
+  for (const problem of problems) {
+    if (problem.field === "localPart") {
+      errors.localPart =
+        problem.reason === "too_short"
+          ? { key: "registration.localPart.tooShort", params: { min: minLocalPartLength } }
+          : problem.reason === "too_long"
+            ? { key: "registration.localPart.tooLong", params: { max: maxLocalPartLength } }
+            : problem.reason === "characters"
+              ? { key: "registration.localPart.characters" }
+              : problem.reason === "syntax"
+                ? { key: "registration.localPart.syntax" }
+                : { key: "registration.localPart.taken" };
+    } else if (problem.field === "password") {
+      errors.password =
+        problem.reason === "too_short"
+          ? { key: "password.weak", params: { min: minPasswordLength } }
+          : problem.reason === "too_long"
+            ? { key: "password.tooLong" }
+            : { key: "password.compromised" };
+    }
+  }
+  return errors;
+}
+
+/** The start page's invite-code form, `/register/{code}`, the welcome page and `/account/voucher`. */
+export async function registrationPages(app: FastifyInstance, services: WebServices) {
+  const { domains, inviteCodes, registration, sessions, settings } = services;
+
+  /** The start page again (the sign-in page with the invite-code form), with the code's problem. */
+  const startPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    values: Record<string, string>,
+    errors: FieldErrors,
+    status: number,
+  ) => {
+    const primary = await domains.primary();
+    return render(
+      request,
+      reply,
+      "login",
+      { values, errors, primaryDomain: primary?.name ?? "", notice: "", inviteForm: true },
+      status,
+    );
+  };
+
+  app.post<{ Body: Form }>("/", { preHandler: app.csrfProtection }, async (request, reply) => {
+    const code = text(request.body?.inviteCode).trim();
+    const values = { inviteCode: code };
+    if (code === "") return startPage(request, reply, values, { inviteCode: { key: "form.required" } }, 400);
+    const check = await inviteCodes.validate(code);
+    // A closed domain is said on the registration page, as for a link followed from elsewhere.
+    if (check.ok || check.problem === "invitations_disabled")
+      return seeOther(reply, `/register/${check.code!.code}`);
+    if (check.problem === "redeemed")
+      return startPage(request, reply, values, { inviteCode: { key: "registration.code.used" } }, 409);
+    return startPage(request, reply, values, { inviteCode: { key: "registration.code.invalid" } }, 422);
+  });
+
+  app.get("/register", async (_request, reply) => seeOther(reply, "/"));
+
+  const registrationForm = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    code: string,
+    domain: string,
+    values: Record<string, string> = {},
+    errors: FieldErrors = {},
+    status = 200,
+  ) => render(request, reply, "register/form", { code, domain, values, errors, minPasswordLength }, status);
+
+  /** The code of the path, checked; answers the visitor itself when it cannot be used. */
+  const usableCode = async (request: FastifyRequest<{ Params: { code: string } }>, reply: FastifyReply) => {
+    const raw = request.params.code;
+    if (!inviteCodePattern.test(raw)) {
+      await errorPage(request, reply, 404, request.web.t("error.notFound"));
+      return null;
+    }
+    const check = await inviteCodes.validate(raw);
+    if (check.ok) return check.code;
+    if (check.problem === "invitations_disabled")
+      await render(request, reply, "register/closed", { domain: check.code!.domain }, 403);
+    else await seeOther(reply, `/?notice=${noticeOf(check.problem)}`);
+    return null;
+  };
+
+  app.get<{ Params: { code: string } }>("/register/:code", async (request, reply) => {
+    const code = await usableCode(request, reply);
+    if (!code) return reply;
+    return registrationForm(request, reply, code.code, code.domain);
+  });
+
+  app.post<{ Params: { code: string }; Body: Form }>(
+    "/register/:code",
+    { preHandler: app.csrfProtection },
+    async (request, reply) => {
+      const code = await usableCode(request, reply);
+      if (!code) return reply;
+      const localPart = text(request.body?.localPart);
+      const password = text(request.body?.password);
+      const values = { localPart };
+      const retry = (errors: FieldErrors, status = 422) =>
+        registrationForm(request, reply, code.code, code.domain, values, errors, status);
+      if (password !== text(request.body?.passwordRepeat))
+        return retry({ passwordRepeat: { key: "password.mismatch" } });
+      let result: Awaited<ReturnType<typeof registration.register>>;
+      try {
+        result = await registration.register({
+          code: code.code,
+          localPart,
+          password,
+          locale: request.web.locale,
+        });
+      } catch (error) {
+        if (!(error instanceof RegistrationRefused)) throw error;
+        const codeProblem = error.problems.find((p) => p.field === "code");
+        // The code went away meanwhile (another registration took it): back to the start page.
+        if (codeProblem?.field === "code") return seeOther(reply, `/?notice=${noticeOf(codeProblem.reason)}`);
+        const taken = error.problems.some((p) => p.field === "localPart" && p.reason === "taken");
+        return retry(fieldErrors(error.problems), taken ? 409 : 422);
+      }
+      // Signed in at once, with a session of its own (never one the visitor had before). As in
+      // the reference this is no sign-in: the last login stays empty until the first real one.
+      if (request.web.session) await sessions.end(request.web.session.idHash);
+      const { id, session } = await sessions.create(result.user, "signed_in", {
+        clientAddress: request.ip,
+        userAgent: request.headers["user-agent"],
+      });
+      setSessionCookie(request, reply, id);
+      request.web.session = session;
+      if (result.recoveryToken === null) {
+        await addFlash(request, { kind: "success", key: "registration.registered" });
+        return seeOther(reply, "/register/welcome");
+      }
+      // Shown in this answer only: never in a URL, a log or the session.
+      return render(request, reply, "recovery-token-show", {
+        token: result.recoveryToken,
+        action: "/register/recovery-token",
+      });
+    },
+  );
+
+  app.post<{ Body: Form }>(
+    "/register/recovery-token",
+    { preHandler: [app.csrfProtection, signedIn] },
+    async (request, reply) => {
+      if (request.body?.ack !== "yes") {
+        const token = text(request.body?.token);
+        const errors: FieldErrors = { ack: { key: "recoveryToken.ackMissing" } };
+        return render(
+          request,
+          reply,
+          "recovery-token-show",
+          { token, action: "/register/recovery-token", errors },
+          422,
+        );
+      }
+      await addFlash(request, { kind: "success", key: "registration.registered" });
+      return seeOther(reply, "/register/welcome");
+    },
+  );
+
+  app.get("/register/welcome", { preHandler: signedIn }, async (request, reply) => {
+    const user = request.web.session!.user;
+    const [projectName, webmailUrl, showVouchers] = await Promise.all([
+      settings.get("project_name"),
+      settings.get("webmail_url"),
+      inviteCodes.mayHaveCodes(user),
+    ]);
+    return render(request, reply, "register/welcome", { projectName, webmailUrl, showVouchers });
+  });
+
+  const voucherPage = async (request: FastifyRequest, reply: FastifyReply) => {
+    const user = request.web.session!.user;
+    const enabled = await inviteCodes.mayHaveCodes(user);
+    const domain = user.email.slice(user.email.lastIndexOf("@") + 1);
+    if (!enabled) return render(request, reply, "account/voucher", { enabled, domain });
+    const [codes, allowance, appUrl] = await Promise.all([
+      inviteCodes.unredeemedOf(user.id),
+      inviteCodes.allowance(user.id),
+      settings.get("app_url"),
+    ]);
+    const base = appUrl.replace(/\/+$/, "");
+    return render(request, reply, "account/voucher", {
+      enabled,
+      domain,
+      codes: codes.map((code) => ({ code: code.code, link: `${base}/register/${code.code}` })),
+      allowance,
+      waitingUntil: formatDateTime(request.web.locale, allowance.waitingUntil),
+      multiplier: isMultiplier(user.roles),
+    });
+  };
+
+  app.get("/account/voucher", { preHandler: notSuspicious }, voucherPage);
+
+  // Handing out is a POST of its own: viewing the page changes nothing (the reference's bug 19).
+  app.post(
+    "/account/voucher/hand-out",
+    { preHandler: [app.csrfProtection, notSuspicious] },
+    async (request, reply) => {
+      const created = await inviteCodes.handOut(request.web.session!.user.id);
+      await addFlash(
+        request,
+        created.length > 0
+          ? { kind: "success", key: "registration.codes.handedOut", params: { count: created.length } }
+          : { kind: "info", key: "registration.codes.nothingDue" },
+      );
+      return seeOther(reply, "/account/voucher");
+    },
+  );
+
+  app.post(
+    "/account/voucher/create",
+    { preHandler: [app.csrfProtection, notSuspicious] },
+    async (request, reply) => {
+      try {
+        await inviteCodes.createOneMore(request.web.session!.user.id);
+      } catch (error) {
+        if (error instanceof ServiceError && error.kind === "invalid")
+          return errorPage(request, reply, 403, request.web.t("error.forbidden"));
+        throw error;
+      }
+      await addFlash(request, { kind: "success", key: "registration.codes.created" });
+      return seeOther(reply, "/account/voucher");
+    },
+  );
+}
