@@ -67,6 +67,19 @@ test("npm run bench --smoke: every phase runs and writes its results", { timeout
     assert.ok(results.lookupsDuringPassdb.lookups.requests > 0);
     assert.ok(results.memory.peakRssMiB > 0);
 
+    // The Postfix adapter's phase (bench/postfix-adapter.ts): socketmap lookups answered both ways,
+    // with real OK and NOTFOUND answers, and policy answers.
+    for (const row of results.postfixAdapter.socketmap) {
+      assert.ok(row.direct.requests > 0 && row.adapter.requests > 0);
+      assert.equal(row.adapter.errors, 0);
+      assert.ok(
+        row.adapter.answers.OK > 0 && row.adapter.answers.NOTFOUND > 0,
+        JSON.stringify(row.adapter.answers),
+      );
+    }
+    assert.ok(results.postfixAdapter.policy.memory.requests > 0);
+    assert.match(run.stdout, /postfix adapter: socketmap p99 ms through the adapter \(c=16, SQLite\): \d/);
+
     for (const [name, variable] of [
       ["postgres", "TEST_POSTGRES_URL"],
       ["mariadb", "TEST_MARIADB_URL"],

@@ -4,7 +4,7 @@
  *
  *   node bench/run.ts [--smoke] [--out FILE] [--generator wrk|autocannon] [--profile DIR]
  *                     [--databases sqlite,postgres,mariadb] [--skip-passdb] [--skip-web] [--endpoints a,b]
- *                     [--connections 1,16,64]
+ *                     [--connections 1,16,64] [--skip-postfix-adapter]
  *
  * PostgreSQL and MariaDB runs happen when TEST_POSTGRES_URL / TEST_MARIADB_URL are set: a fresh
  * database is created on that server for the run and dropped afterwards.
@@ -55,6 +55,7 @@ const { values: args } = parseArgs({
     "skip-passdb": { type: "boolean", default: false },
     "skip-web": { type: "boolean", default: false },
     "skip-baseline": { type: "boolean", default: false },
+    "skip-postfix-adapter": { type: "boolean", default: false },
   },
 });
 
@@ -404,6 +405,11 @@ const results = {
     ratio: number;
   },
   lookupsDuringPassdb: null as null | { lookups: LoadResult; passdb: PassdbResult },
+  /** bench/postfix-adapter.ts's results file, as it wrote it. */
+  postfixAdapter: null as null | {
+    targets: { name: string; target: string; value: number; met: boolean }[];
+    [key: string]: unknown;
+  },
   memory: null as null | {
     concurrentPassdb: number;
     burst: PassdbResult;
@@ -463,9 +469,30 @@ try {
       await service.stop();
     }
   }
+  if (!args["skip-postfix-adapter"]) results.postfixAdapter = await postfixAdapterPhase();
 } finally {
   for (const target of allTargets) await target.drop().catch(() => {});
   rmSync(workDir, { recursive: true, force: true });
+}
+
+/** The Postfix adapter's own benchmark (bench/postfix-adapter.ts), run as it runs standalone. */
+function postfixAdapterPhase(): Promise<NonNullable<typeof results.postfixAdapter>> {
+  log("postfix adapter: bench/postfix-adapter.ts");
+  const out = join(workDir, "postfix-adapter.json");
+  const child = spawn(
+    node,
+    [join(repoRoot, "bench/postfix-adapter.ts"), "--out", out, ...(smoke ? ["--smoke"] : [])],
+    {
+      env: process.env,
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
+  return new Promise((resolve, reject) =>
+    child.on("close", (code) => {
+      if (code === 0) resolve(JSON.parse(readFileSync(out, "utf8")));
+      else reject(new Error(`bench/postfix-adapter.ts exited with ${code}`));
+    }),
+  );
 }
 
 async function passdbPhases(service: Server, tokens: GeneratedDataset["tokens"]) {
@@ -654,6 +681,8 @@ if (results.web)
     value: results.web.lookupsDuringSignIns.p99Ms,
     met: results.web.lookupsDuringSignIns.p99Ms < 20,
   });
+for (const t of results.postfixAdapter?.targets ?? [])
+  results.targets.push({ ...t, name: `postfix adapter: ${t.name}` });
 results.totalSeconds = (Date.now() - started) / 1000;
 
 const out =
