@@ -86,7 +86,11 @@ describe("web: two-factor enrolment, sign-in with TOTP and backup codes, switchi
     assert.match(qr ?? "", /^data:image\/svg\+xml;base64,/);
     const svg = Buffer.from((qr ?? "").split(",")[1] ?? "", "base64").toString();
     assert.match(svg, /^<svg[\s\S]*<\/svg>\s*$/, "a QR code rendered on the server as SVG");
-    assert.ok(await page.locator(".qr img").evaluate((img: HTMLImageElement) => img.naturalWidth > 0));
+    assert.ok(
+      await page
+        .locator(".qr img")
+        .evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0),
+    );
     // Offered, not yet on: the user signs in without a second factor until the code confirms it.
     const offered = await service.services.users.get("alice@example.org");
     assert.equal(offered.totpConfirmed, false);
