@@ -78,14 +78,20 @@ export async function webInterface(app: FastifyInstance, services: Services) {
     const locale = localeOf(request);
     const secure = request.protocol === "https";
     const session = await sessions.find(request.cookies[sessionCookie(secure)]);
-    request.web = { locale, t: translator(locale), session, sessions };
+    request.web = { locale, t: translator(locale), session, sessions, settings: services.settings };
     reply.header("cache-control", "no-store");
     reply.header("content-language", locale);
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (!request.web)
-      request.web = { locale: defaultLocale, t: translator(localeOf(request)), session: null, sessions };
+      request.web = {
+        locale: defaultLocale,
+        t: translator(localeOf(request)),
+        session: null,
+        sessions,
+        settings: services.settings,
+      };
     const { t } = request.web;
     if (error.code?.startsWith("FST_CSRF")) return errorPage(request, reply, 403, t("form.csrf"));
     if (error instanceof ServiceError && error.kind === "unavailable")
