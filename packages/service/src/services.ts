@@ -15,6 +15,7 @@ import { SignInThrottle } from "./accounts/sign-in-throttle.ts";
 import { TwoFactorService } from "./accounts/two-factor.ts";
 import { UserAliasService } from "./accounts/user-aliases.ts";
 import { UserService } from "./accounts/users.ts";
+import { AdminService } from "./admin/service.ts";
 import type { CryptoPool } from "./credentials/crypto-pool.ts";
 import type { DatabaseHandle } from "./db/database.ts";
 import { defaultLocale } from "./i18n/catalogue.ts";
@@ -29,6 +30,8 @@ import { WebhookOutbox } from "./webhooks/outbox.ts";
 
 /** Every service, wired once; HTTP routes, console commands and jobs all use this same set. */
 export interface Services {
+  /** Administration with an actor: the reach rule and the audit log over the services below. */
+  admin: AdminService;
   database: DatabaseHandle;
   pool: CryptoPool;
   metrics: Metrics;
@@ -96,7 +99,7 @@ export function createServices(
   const userAliases = new UserAliasService(db, lifecycle, (trx, alias, owner, { locale }) =>
     mail.aliasCreated(trx, { email: owner.email, alias: alias.source, locale: locale ?? defaultLocale }),
   );
-  return {
+  const services: Omit<Services, "admin"> = {
     database,
     pool,
     metrics,
@@ -126,4 +129,5 @@ export function createServices(
     registration: new RegistrationService(db, users, inviteCodes, reservedNames, passwordPolicy, mail),
     setup: new SetupService(db, domains, users, settings),
   };
+  return { ...services, admin: new AdminService({ ...services, db }) };
 }

@@ -817,6 +817,11 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
   await A(404, "GET", "/api/admin/openpgp-keys/{email}", { email: "bob@example.org" });
   await A(404, "DELETE", "/api/admin/openpgp-keys/{email}", { email: "bob@example.org" });
 
+  // ---- admin: audit log (the changes above are in it)
+  await A(200, "GET", "/api/admin/audit-log", {}, { query: "action=user.create&domain=example.org&limit=5" });
+  await A(200, "GET", "/api/admin/audit-log", {}, { query: "since=0&until=99999999999&target=alice" });
+  await A(422, "GET", "/api/admin/audit-log", {}, { query: "action=user.exploded" });
+
   // ---- well-known (public)
   await c.expect(200, "GET", "/.well-known/openpgpkey/{domain}/hu/{hash}", {
     domain: "example.org",

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { consoleActor } from "../accounts/admin-scope.ts";
 import { invalid, notFound } from "../errors.ts";
 import {
   collect,
@@ -32,7 +33,7 @@ export function aliasCommands(program: Command): void {
       }) => {
         const source = requiredValue("-a, --alias <address>", options.alias, options.source);
         const alias = await withServices((s) =>
-          s.aliases.create({
+          s.admin.aliases.create(consoleActor, {
             source,
             destinations: options.destination,
             owner: options.user ?? options.owner ?? null,
@@ -89,7 +90,7 @@ export function aliasCommands(program: Command): void {
           throw invalid(`alias ${alias.source} does not belong to ${options.user}`);
         }
         if (options.dryRun) return out(`Would delete alias ${alias.source}`);
-        await s.lifecycle.deleteAlias(alias.source);
+        await s.admin.aliases.delete(consoleActor, alias.source);
         out(`Deleted alias ${alias.source}`);
       });
     });

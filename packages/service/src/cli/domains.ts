@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { consoleActor } from "../accounts/admin-scope.ts";
 import { invalid } from "../errors.ts";
 import { dateTime, type ListOptions, listAll, out, printJson, printTable, withServices } from "./context.ts";
 
@@ -14,7 +15,7 @@ export function domainCommands(program: Command): void {
         throw invalid("give the domain once, as argument or as -d, --domain");
       const name = argument ?? options.domain;
       if (name === undefined) throw invalid("give the domain name, as argument or as -d, --domain");
-      const domain = await withServices((s) => s.domains.create(name));
+      const domain = await withServices((s) => s.admin.domains.create(consoleActor, name));
       out(`Created domain ${domain.name}`);
     });
 
@@ -48,7 +49,7 @@ export function domainCommands(program: Command): void {
             `Would delete domain ${domain.name} with ${contents.activeUsers} active users and ${contents.activeAliases} active aliases`,
           );
         }
-        await s.domains.delete(domain.name, s.lifecycle, options.force ?? false);
+        await s.admin.domains.delete(consoleActor, domain.name, options.force ?? false);
         out(`Deleted domain ${domain.name}`);
       });
     });

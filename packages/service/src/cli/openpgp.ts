@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
+import { consoleActor } from "../accounts/admin-scope.ts";
 import { invalid } from "../errors.ts";
 import { out, withServices } from "./context.ts";
 
@@ -14,7 +15,9 @@ export function openPgpCommands(program: Command): void {
       const data = await readFile(file).catch(() => {
         throw invalid(`cannot read ${file}`);
       });
-      const info = await withServices((s) => s.openPgpKeys.import(email, new Uint8Array(data)));
+      const info = await withServices((s) =>
+        s.admin.openPgpKeys.import(consoleActor, email, new Uint8Array(data)),
+      );
       out(`Imported OpenPGP key for email ${info.email}: ${info.fingerprint}`);
     });
 
@@ -36,7 +39,9 @@ export function openPgpCommands(program: Command): void {
     .argument("<email>", "the address")
     .description("stop publishing the key of an address")
     .action(async (email: string) => {
-      const info = await withServices((s) => s.openPgpKeys.delete(email)).catch(() => null);
+      const info = await withServices((s) => s.admin.openPgpKeys.delete(consoleActor, email)).catch(
+        () => null,
+      );
       out(
         info
           ? `Deleted OpenPGP key for email ${info.email}: ${info.fingerprint}`

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { consoleActor } from "../accounts/admin-scope.ts";
 import { out, withServices } from "./context.ts";
 
 /** Settings: set one, list all. */
@@ -9,7 +10,7 @@ export function settingCommands(program: Command): void {
     .argument("<name>", "setting name (see app:setting:list)")
     .argument("<value>", "new value")
     .action(async (name: string, value: string) => {
-      await withServices((s) => s.settings.update({ [name]: value }));
+      await withServices((s) => s.admin.settings.update(consoleActor, { [name]: value }));
       out(`Setting ${name} updated`);
     });
 

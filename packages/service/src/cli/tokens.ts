@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { consoleActor } from "../accounts/admin-scope.ts";
 import { invalid } from "../errors.ts";
 import { hashToken } from "../tokens/tokens.ts";
 import { collect, withServices } from "./context.ts";
@@ -12,7 +13,7 @@ export function tokenCommands(program: Command) {
     .requiredOption("-s, --scopes <scopes>", "comma-separated scopes; the option may be repeated", collect)
     .action(async (options: { name: string; scopes: string[] }) => {
       const scopes = options.scopes.flatMap((s) => s.split(","));
-      const created = await withServices((s) => s.tokens.create(options.name, scopes));
+      const created = await withServices((s) => s.admin.tokens.create(consoleActor, options.name, scopes));
       process.stdout.write("Store this token securely - it cannot be retrieved again.\n");
       process.stdout.write(`Token: ${created.plainToken}\n`);
     });
@@ -47,7 +48,7 @@ export function tokenCommands(program: Command) {
           id = row?.id ?? -1;
         }
         if (id === null) throw invalid("give --id <id> or --token <plain token>");
-        await s.tokens.delete(id);
+        await s.admin.tokens.delete(consoleActor, id);
       });
       process.stdout.write("API token deleted successfully.\n");
     });

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { consoleActor } from "../accounts/admin-scope.ts";
 import { MailCryptLevel } from "../accounts/mail-crypt-policy.ts";
 import type { UserStatus } from "../accounts/users.ts";
 import { invalid } from "../errors.ts";
@@ -48,7 +49,7 @@ export function userCommands(program: Command): void {
           throw invalid("--quota: must be a whole number of MiB");
         const password = options.password ?? (await readNewPassword("Password"));
         const created = await withServices((s) =>
-          s.users.create({
+          s.admin.users.create(consoleActor, {
             email,
             password,
             roles: options.role,
@@ -102,7 +103,7 @@ export function userCommands(program: Command): void {
       await withServices(async (s) => {
         const user = await s.users.getActive(options.user);
         if (options.dryRun) return out(`Would delete user ${user.email}`);
-        await s.lifecycle.delete(user.email);
+        await s.admin.users.delete(consoleActor, user.email);
         out(`Deleted user ${user.email}`);
       });
     });
@@ -130,7 +131,7 @@ export function userCommands(program: Command): void {
             throw invalid(`user ${user.email} is still active; reset it instead`);
           if (options.dryRun) return out(`Would ${verb} user ${user.email}`);
           const password = options.password ?? (await readNewPassword("New password"));
-          const result = await s.lifecycle[verb](user.email, password);
+          const result = await s.admin.users[verb](consoleActor, user.email, password);
           out(`${verb === "reset" ? "Reset" : "Restored"} user ${user.email}`);
           if (result.recoveryToken)
             out(`New recovery token (please hand over to user): ${result.recoveryToken}`);

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { consoleActor } from "../accounts/admin-scope.ts";
 import { invalid } from "../errors.ts";
 import { collect, out, withServices } from "./context.ts";
 
@@ -17,7 +18,7 @@ export function webhookCommands(program: Command): void {
     .option("-d, --domain <name>", "only events of users of this domain; may be repeated", collect, [])
     .action(async (options: { url: string; events: string[]; secret?: string; domain: string[] }) => {
       const result = await withServices((s) =>
-        s.webhooks.create({
+        s.admin.webhooks.create(consoleActor, {
           url: options.url,
           events: options.events
             .flatMap((e) => e.split(","))
@@ -50,7 +51,7 @@ export function webhookCommands(program: Command): void {
     .requiredOption("--id <id>", "endpoint id from app:webhook:list")
     .action(async (options: { id: string }) => {
       if (!/^\d+$/.test(options.id)) throw invalid("--id: must be a number");
-      await withServices((s) => s.webhooks.delete(Number(options.id)));
+      await withServices((s) => s.admin.webhooks.delete(consoleActor, Number(options.id)));
       out(`Deleted webhook ${options.id}`);
     });
 }

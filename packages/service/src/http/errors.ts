@@ -8,6 +8,7 @@ const statusOfKind: Record<ServiceError["kind"], number> = {
   conflict: 409,
   invalid: 422,
   bad_request: 400,
+  forbidden: 403,
   unavailable: 503,
 };
 

@@ -23,6 +23,8 @@ const tagDescriptions: Record<ApiTag, string> = {
   "admin: API tokens": "API tokens. Scope `admin`.",
   "admin: webhooks": "Webhook endpoints and their deliveries. Scope `admin`.",
   "admin: OpenPGP keys": "OpenPGP keys published through WKD. Scope `admin`.",
+  "admin: audit log":
+    "Who changed what, when and from where, through the admin API, the web's admin area or the console. Scope `admin`.",
   "well-known": "Public documents: WKD keys and policy, MTA-STS policy. No token.",
   health: "For load balancers and monitoring. No token.",
   metrics: "Prometheus metrics, behind `METRICS_TOKEN` (scheme `metricsToken`); absent without it.",

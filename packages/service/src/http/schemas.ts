@@ -167,6 +167,7 @@ export const apiTags = [
   "admin: API tokens",
   "admin: webhooks",
   "admin: OpenPGP keys",
+  "admin: audit log",
   "well-known",
   "health",
   "metrics",

@@ -169,11 +169,12 @@ export class WebhookService {
 
   async deliveries(
     endpointId: number,
-    filter: { status?: DeliveryStatus; limit: number; offset: number },
+    filter: { status?: DeliveryStatus; type?: string; limit: number; offset: number },
   ): Promise<{ items: WebhookDelivery[]; total: number }> {
     await this.get(endpointId);
     let query = this.#db.selectFrom("webhook_deliveries").where("endpoint_id", "=", endpointId);
     if (filter.status) query = query.where("status", "=", filter.status);
+    if (filter.type) query = query.where("type", "=", filter.type);
     const [rows, count] = await Promise.all([
       query
         .selectAll()
@@ -185,6 +186,29 @@ export class WebhookService {
       query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
     ]);
     return { items: rows.map(toDelivery), total: Number(count.n) };
+  }
+
+  /** One delivery, as the log shows it. */
+  async delivery(deliveryId: string): Promise<WebhookDelivery & { signature: string }> {
+    const row = await this.#db
+      .selectFrom("webhook_deliveries")
+      .selectAll()
+      .where("id", "=", deliveryId)
+      .executeTakeFirst();
+    if (!row) throw notFound("delivery not found");
+    return { ...toDelivery(row), signature: row.signature };
+  }
+
+  /** Deliveries waiting to be sent (pending) and given up (failed), over every endpoint. */
+  async backlog(): Promise<{ pending: number; failed: number }> {
+    const rows = await this.#db
+      .selectFrom("webhook_deliveries")
+      .select(["status", (eb) => eb.fn.countAll<number>().as("n")])
+      .where("status", "in", ["pending", "failed"])
+      .groupBy("status")
+      .execute();
+    const of = (status: DeliveryStatus) => Number(rows.find((row) => row.status === status)?.n ?? 0);
+    return { pending: of("pending"), failed: of("failed") };
   }
 
   /**

@@ -15,3 +15,18 @@ export const webhookBody = (type: string, email: string, date: Date): string =>
 /** Lower-case hex HMAC-SHA256 of the body bytes under the endpoint's secret. */
 export const signWebhookBody = (body: string, secret: string): string =>
   createHmac("sha256", secret).update(body, "utf8").digest("hex");
+
+/**
+ * The request headers of one delivery attempt: the worker sends exactly these, and the admin area
+ * shows them for a delivery (the body is the stored text, byte for byte).
+ */
+export const webhookRequestHeaders = (
+  delivery: { id: string; signature: string },
+  attempt: number,
+): Record<string, string> => ({
+  "content-type": "application/json",
+  "x-webhook-signature": delivery.signature,
+  "x-webhook-id": delivery.id,
+  "x-webhook-attempt": String(attempt),
+  "user-agent": "mail-account-service-webhooks",
+});

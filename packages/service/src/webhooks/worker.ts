@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Expression, ExpressionBuilder, Kysely, SqlBool } from "kysely";
 import type { Database } from "../db/schema.ts";
 import type { Logger } from "../logger.ts";
+import { webhookRequestHeaders } from "./payload.ts";
 
 export interface DeliveryWorkerOptions {
   /** Seconds to wait after the 1st, 2nd, ... failed attempt; when exhausted the delivery fails. */
@@ -152,13 +153,7 @@ export class DeliveryWorker {
     try {
       const response = await fetch(delivery.url, {
         method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "x-webhook-signature": delivery.signature,
-          "x-webhook-id": delivery.id,
-          "x-webhook-attempt": String(attempt),
-          "user-agent": "mail-account-service-webhooks",
-        },
+        headers: webhookRequestHeaders(delivery, attempt),
         body: delivery.body,
         redirect: "manual",
         signal: AbortSignal.timeout(this.#timeoutMs),

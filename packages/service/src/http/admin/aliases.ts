@@ -2,8 +2,9 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { AliasService } from "../../accounts/aliases.ts";
-import type { LifecycleService } from "../../accounts/lifecycle.ts";
 import { readPage } from "../../accounts/paging.ts";
+import type { AdminService } from "../../admin/service.ts";
+import { actorOf } from "./actor.ts";
 import {
   adminErrors,
   adminRoute,
@@ -91,7 +92,7 @@ const destinationErrors = [
 
 export async function aliasRoutes(
   scope: FastifyInstance,
-  { aliases, lifecycle }: { aliases: AliasService; lifecycle: LifecycleService },
+  { aliases, admin }: { aliases: AliasService; admin: AdminService },
 ) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
@@ -141,13 +142,13 @@ export async function aliasRoutes(
     },
     async (request, reply) => {
       const input = request.body;
-      const alias = await aliases.create({
+      const alias = await admin.aliases.create(actorOf(request), {
         source: input.source,
         destinations: input.destinations,
         owner: input.owner ?? null,
         smtpQuota: input.smtpQuota,
       });
-      return created(reply, await aliases.get(alias.source));
+      return created(reply, alias);
     },
   );
   app.get(
@@ -180,7 +181,7 @@ export async function aliasRoutes(
         },
       },
     },
-    async (request) => aliases.update(request.params.source, request.body),
+    async (request) => admin.aliases.update(actorOf(request), request.params.source, request.body),
   );
   app.delete(
     "/api/admin/aliases/:source",
@@ -192,7 +193,7 @@ export async function aliasRoutes(
       },
     },
     async (request, reply) => {
-      await lifecycle.deleteAlias(request.params.source);
+      await admin.aliases.delete(actorOf(request), request.params.source);
       return noContent(reply);
     },
   );

@@ -2,8 +2,9 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { DomainService } from "../../accounts/domains.ts";
-import type { LifecycleService } from "../../accounts/lifecycle.ts";
 import { readPage } from "../../accounts/paging.ts";
+import type { AdminService } from "../../admin/service.ts";
+import { actorOf } from "./actor.ts";
 import { adminErrors, adminRoute, created, Listing, NoContent, noContent, PageQuery } from "./input.ts";
 
 const tag = "admin: domains";
@@ -47,7 +48,7 @@ const invalidName =
 
 export async function domainRoutes(
   scope: FastifyInstance,
-  { domains, lifecycle }: { domains: DomainService; lifecycle: LifecycleService },
+  { domains, admin }: { domains: DomainService; admin: AdminService },
 ) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
@@ -79,7 +80,7 @@ export async function domainRoutes(
         },
       },
     },
-    async (request, reply) => created(reply, await domains.create(request.body.name)),
+    async (request, reply) => created(reply, await admin.domains.create(actorOf(request), request.body.name)),
   );
   app.get(
     "/api/admin/domains/:name",
@@ -125,7 +126,7 @@ export async function domainRoutes(
       },
     },
     async (request, reply) => {
-      await domains.delete(request.params.name, lifecycle, request.query.force === "true");
+      await admin.domains.delete(actorOf(request), request.params.name, request.query.force === "true");
       return noContent(reply);
     },
   );

@@ -1,9 +1,11 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
+import type { AdminService } from "../../admin/service.ts";
 import { invalid } from "../../errors.ts";
 import { maxKeyUploadBodyBytes, type OpenPgpKeyService } from "../../openpgp/keys.ts";
 import { EmailParams } from "../schemas.ts";
+import { actorOf } from "./actor.ts";
 import { adminErrors, adminRoute, NoContent, noContent } from "./input.ts";
 
 const tag = "admin: OpenPGP keys";
@@ -52,7 +54,7 @@ const keyMissing = 'key: send the key as the body (armored text or binary), or J
 /** Keys arrive as armored text, as the binary key (parsers in plugin.ts), or as JSON {"key": ...}. */
 export async function openPgpKeyRoutes(
   scope: FastifyInstance,
-  { openPgpKeys }: { openPgpKeys: OpenPgpKeyService },
+  { openPgpKeys, admin }: { openPgpKeys: OpenPgpKeyService; admin: AdminService },
 ) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   // Keys may be far larger than the 64 KiB of other bodies (many user IDs, photos): this route
@@ -109,7 +111,7 @@ export async function openPgpKeyRoutes(
               ? (raw as { key: string }).key
               : null;
       if (data === null) throw invalid(keyMissing);
-      return openPgpKeys.import(request.params.email, data);
+      return admin.openPgpKeys.import(actorOf(request), request.params.email, data);
     },
   );
   app.get(
@@ -136,7 +138,7 @@ export async function openPgpKeyRoutes(
       },
     },
     async (request, reply) => {
-      await openPgpKeys.delete(request.params.email);
+      await admin.openPgpKeys.delete(actorOf(request), request.params.email);
       return noContent(reply);
     },
   );

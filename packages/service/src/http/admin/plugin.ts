@@ -3,12 +3,14 @@ import { invalid } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { requireScope } from "../auth.ts";
 import { aliasRoutes } from "./aliases.ts";
+import { auditLogRoutes } from "./audit-log.ts";
 import { domainRoutes } from "./domains.ts";
 import { adminValidationError } from "./input.ts";
 import { openPgpKeyRoutes } from "./openpgp-keys.ts";
 import { settingsRoutes } from "./settings.ts";
 import { tokenRoutes } from "./tokens.ts";
 import { userRoutes } from "./users.ts";
+import { userImportRoutes } from "./users-import.ts";
 import { webhookRoutes } from "./webhooks.ts";
 
 /**
@@ -44,12 +46,16 @@ export async function adminApi(app: FastifyInstance, services: Services) {
   app.addContentTypeParser("text/plain", { parseAs: "string" }, (_request, payload, done) =>
     done(null, payload),
   );
-  const { domains, users, aliases, lifecycle, settings, tokens, webhooks, openPgpKeys } = services;
-  await app.register(async (scope) => domainRoutes(scope, { domains, lifecycle }));
-  await app.register(async (scope) => userRoutes(scope, { users, lifecycle }));
-  await app.register(async (scope) => aliasRoutes(scope, { aliases, lifecycle }));
-  await app.register(async (scope) => settingsRoutes(scope, { settings }));
-  await app.register(async (scope) => tokenRoutes(scope, { tokens }));
-  await app.register(async (scope) => webhookRoutes(scope, { webhooks }));
-  await app.register(async (scope) => openPgpKeyRoutes(scope, { openPgpKeys }));
+  // Reads come from the services; every change goes through the admin services (admin/), which
+  // check the actor's reach and write the audit log, as the web's admin area and the console do.
+  const { domains, users, aliases, settings, tokens, webhooks, openPgpKeys, admin } = services;
+  await app.register(async (scope) => domainRoutes(scope, { domains, admin }));
+  await app.register(async (scope) => userRoutes(scope, { users, admin }));
+  await app.register(async (scope) => userImportRoutes(scope, { db: services.database.db, users, aliases }));
+  await app.register(async (scope) => aliasRoutes(scope, { aliases, admin }));
+  await app.register(async (scope) => settingsRoutes(scope, { settings, admin }));
+  await app.register(async (scope) => tokenRoutes(scope, { tokens, admin }));
+  await app.register(async (scope) => webhookRoutes(scope, { webhooks, admin }));
+  await app.register(async (scope) => openPgpKeyRoutes(scope, { openPgpKeys, admin }));
+  await app.register(async (scope) => auditLogRoutes(scope, { domains, admin }));
 }

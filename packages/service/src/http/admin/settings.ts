@@ -2,6 +2,8 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { type TBoolean, type TInteger, type TString, Type } from "typebox";
 import { type SettingName, type SettingsService, settingDefinitions } from "../../accounts/settings.ts";
+import type { AdminService } from "../../admin/service.ts";
+import { actorOf } from "./actor.ts";
 import { adminErrors, adminRoute } from "./input.ts";
 
 const tag = "admin: settings";
@@ -44,7 +46,10 @@ const SettingsPatch = Type.Partial(Type.Object(schemas), {
   examples: [{ smtp_quota_limit_per_hour: 50, abuse_address: "abuse-desk@example.org" }],
 });
 
-export async function settingsRoutes(scope: FastifyInstance, { settings }: { settings: SettingsService }) {
+export async function settingsRoutes(
+  scope: FastifyInstance,
+  { settings, admin }: { settings: SettingsService; admin: AdminService },
+) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     "/api/admin/settings",
@@ -82,6 +87,6 @@ export async function settingsRoutes(scope: FastifyInstance, { settings }: { set
         },
       },
     },
-    async (request) => settings.update(request.body),
+    async (request) => admin.settings.update(actorOf(request), request.body),
   );
 }

@@ -1,7 +1,9 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
+import type { AdminService } from "../../admin/service.ts";
 import type { TokenService } from "../../tokens/tokens.ts";
+import { actorOf } from "./actor.ts";
 import { adminErrors, adminRoute, created, IdParams, NoContent, noContent, numericId } from "./input.ts";
 
 const tag = "admin: API tokens";
@@ -47,7 +49,10 @@ const CreateTokenBody = Type.Object(
   { examples: [{ name: "janitor", scopes: ["retention"] }] },
 );
 
-export async function tokenRoutes(scope: FastifyInstance, { tokens }: { tokens: TokenService }) {
+export async function tokenRoutes(
+  scope: FastifyInstance,
+  { tokens, admin }: { tokens: TokenService; admin: AdminService },
+) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     "/api/admin/api-tokens",
@@ -85,7 +90,7 @@ export async function tokenRoutes(scope: FastifyInstance, { tokens }: { tokens: 
       },
     },
     async (request, reply) => {
-      const result = await tokens.create(request.body.name, request.body.scopes);
+      const result = await admin.tokens.create(actorOf(request), request.body.name, request.body.scopes);
       return created(reply, { ...result.token, token: result.plainToken });
     },
   );
@@ -102,7 +107,7 @@ export async function tokenRoutes(scope: FastifyInstance, { tokens }: { tokens: 
       },
     },
     async (request, reply) => {
-      await tokens.delete(numericId(request.params.id));
+      await admin.tokens.delete(actorOf(request), numericId(request.params.id));
       return noContent(reply);
     },
   );

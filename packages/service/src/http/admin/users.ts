@@ -1,11 +1,12 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
-import type { LifecycleService } from "../../accounts/lifecycle.ts";
 import { readPage } from "../../accounts/paging.ts";
 import { knownRoles } from "../../accounts/roles.ts";
 import { toUserView, type UserService } from "../../accounts/users.ts";
+import type { AdminService } from "../../admin/service.ts";
 import { EmailParams } from "../schemas.ts";
+import { actorOf } from "./actor.ts";
 import {
   adminErrors,
   adminRoute,
@@ -168,7 +169,7 @@ const passwordRules = [
 
 export async function userRoutes(
   scope: FastifyInstance,
-  { users, lifecycle }: { users: UserService; lifecycle: LifecycleService },
+  { users, admin }: { users: UserService; admin: AdminService },
 ) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
@@ -222,7 +223,7 @@ export async function userRoutes(
     },
     async (request, reply) => {
       const input = request.body;
-      const result = await users.create({
+      const result = await admin.users.create(actorOf(request), {
         email: input.email,
         password: input.password,
         roles: input.roles,
@@ -269,7 +270,8 @@ export async function userRoutes(
         },
       },
     },
-    async (request) => toUserView(await users.update(request.params.email, request.body)),
+    async (request) =>
+      toUserView(await admin.users.update(actorOf(request), request.params.email, request.body)),
   );
   app.delete(
     "/api/admin/users/:email",
@@ -285,7 +287,7 @@ export async function userRoutes(
       },
     },
     async (request, reply) => {
-      await lifecycle.delete(request.params.email);
+      await admin.users.delete(actorOf(request), request.params.email);
       return noContent(reply);
     },
   );
@@ -302,7 +304,7 @@ export async function userRoutes(
         },
       },
     },
-    async (request) => lifecycle.reset(request.params.email, request.body.password),
+    async (request) => admin.users.reset(actorOf(request), request.params.email, request.body.password),
   );
   app.post(
     "/api/admin/users/:email/restore",
@@ -320,7 +322,7 @@ export async function userRoutes(
         },
       },
     },
-    async (request) => lifecycle.restore(request.params.email, request.body.password),
+    async (request) => admin.users.restore(actorOf(request), request.params.email, request.body.password),
   );
   app.put(
     "/api/admin/users/:email/totp",
@@ -344,7 +346,7 @@ export async function userRoutes(
         },
       },
     },
-    async (request) => users.enableTotp(request.params.email, request.body),
+    async (request) => admin.users.enableTotp(actorOf(request), request.params.email, request.body),
   );
   app.delete(
     "/api/admin/users/:email/totp",
@@ -356,7 +358,7 @@ export async function userRoutes(
       },
     },
     async (request, reply) => {
-      await users.disableTotp(request.params.email);
+      await admin.users.disableTotp(actorOf(request), request.params.email);
       return noContent(reply);
     },
   );

@@ -2,8 +2,10 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { readPage } from "../../accounts/paging.ts";
+import type { AdminService } from "../../admin/service.ts";
 import type { WebhookService } from "../../webhooks/endpoints.ts";
 import { webhookEvents } from "../../webhooks/payload.ts";
+import { actorOf } from "./actor.ts";
 import {
   adminErrors,
   adminRoute,
@@ -140,7 +142,10 @@ const endpointErrors = [
   "enabled: must be true or false",
 ];
 
-export async function webhookRoutes(scope: FastifyInstance, { webhooks }: { webhooks: WebhookService }) {
+export async function webhookRoutes(
+  scope: FastifyInstance,
+  { webhooks, admin }: { webhooks: WebhookService; admin: AdminService },
+) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     "/api/admin/webhooks",
@@ -162,7 +167,7 @@ export async function webhookRoutes(scope: FastifyInstance, { webhooks }: { webh
       },
     },
     async (request, reply) => {
-      const result = await webhooks.create(request.body);
+      const result = await admin.webhooks.create(actorOf(request), request.body);
       return created(reply, { ...result.endpoint, secret: result.secret });
     },
   );
@@ -193,7 +198,7 @@ export async function webhookRoutes(scope: FastifyInstance, { webhooks }: { webh
         },
       },
     },
-    async (request) => webhooks.update(numericId(request.params.id), request.body),
+    async (request) => admin.webhooks.update(actorOf(request), numericId(request.params.id), request.body),
   );
   app.delete(
     "/api/admin/webhooks/:id",
@@ -208,7 +213,7 @@ export async function webhookRoutes(scope: FastifyInstance, { webhooks }: { webh
       },
     },
     async (request, reply) => {
-      await webhooks.delete(numericId(request.params.id));
+      await admin.webhooks.delete(actorOf(request), numericId(request.params.id));
       return noContent(reply);
     },
   );
@@ -220,6 +225,9 @@ export async function webhookRoutes(scope: FastifyInstance, { webhooks }: { webh
         params: IdParams,
         querystring: Type.Object({
           status: Type.Optional(Type.Enum(["success", "failed", "pending"], { description: "Only these" })),
+          type: Type.Optional(
+            Type.Enum([...webhookEvents], { description: "Only deliveries of this event" }),
+          ),
           limit: PageQuery.limit,
           offset: PageQuery.offset,
         }),
@@ -237,6 +245,7 @@ export async function webhookRoutes(scope: FastifyInstance, { webhooks }: { webh
       const page = readPage(request.query);
       return webhooks.deliveries(numericId(request.params.id), {
         status: request.query.status,
+        type: request.query.type,
         limit: page.limit,
         offset: page.offset,
       });
@@ -267,6 +276,6 @@ export async function webhookRoutes(scope: FastifyInstance, { webhooks }: { webh
         },
       },
     },
-    async (request) => webhooks.retry(request.params.id),
+    async (request) => admin.webhooks.retry(actorOf(request), request.params.id),
   );
 }

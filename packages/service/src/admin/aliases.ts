@@ -1,0 +1,236 @@
+import { type Kysely, sql } from "kysely";
+import { parseAddress } from "../accounts/addresses.ts";
+import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
+import type { AliasPatch, AliasService, AliasView, CreateAliasInput } from "../accounts/aliases.ts";
+import type { AuditLog } from "../accounts/audit-log.ts";
+import type { LifecycleService } from "../accounts/lifecycle.ts";
+import { parseStoredRoles } from "../accounts/roles.ts";
+import { parseStringList } from "../accounts/users.ts";
+import { type Database, flag, toFlag } from "../db/schema.ts";
+import { forbidden, invalid, notFound } from "../errors.ts";
+import { type KeysetPage, keysetPage, type ListCursor, readsBackwards } from "./keyset.ts";
+
+export interface AliasListFilter {
+  /** Part of the source, a destination or the owner's address. */
+  search: string;
+  status: "active" | "deleted" | "all";
+  domainId?: number;
+}
+
+export interface AliasListItem {
+  id: number;
+  source: string;
+  domain: string;
+  destinations: string[];
+  owner: string | null;
+  smtpQuota: { perHour: number | null; perDay: number | null };
+  deleted: boolean;
+  createdAt: number;
+}
+
+/** An alias with what the scope rule needs: its domain and its owner's domain and roles. */
+export interface AliasDetail extends AliasView {
+  id: number;
+  domainId: number;
+  ownerDomainId: number | null;
+}
+
+const escapeLike = (text: string) => `%${text.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
+
+/**
+ * Aliases in the admin area (reference 5.8): the actor's reach decides what is seen and changed,
+ * AliasService and LifecycleService do the work, the audit log records it. A domain admin's alias
+ * always forwards to its owner, and only admins set SMTP limits.
+ */
+export class AdminAliases {
+  readonly #db: Kysely<Database>;
+  readonly #aliases: AliasService;
+  readonly #lifecycle: LifecycleService;
+  readonly #audit: AuditLog;
+
+  constructor(db: Kysely<Database>, aliases: AliasService, lifecycle: LifecycleService, audit: AuditLog) {
+    this.#db = db;
+    this.#aliases = aliases;
+    this.#lifecycle = lifecycle;
+    this.#audit = audit;
+  }
+
+  /** One page, newest first, by keyset on the id. */
+  async list(
+    actor: Actor,
+    filter: AliasListFilter,
+    cursor: ListCursor,
+    limit = 20,
+  ): Promise<KeysetPage<AliasListItem>> {
+    let query = this.#db
+      .selectFrom("aliases")
+      .innerJoin("domains", "domains.id", "aliases.domain_id")
+      .leftJoin("users as owners", "owners.id", "aliases.user_id");
+    const scope = domainScope(actor);
+    if (scope !== null) query = query.where("aliases.domain_id", "=", scope);
+    if (filter.domainId !== undefined) query = query.where("aliases.domain_id", "=", filter.domainId);
+    if (filter.status !== "all")
+      query = query.where("aliases.deleted", "=", toFlag(filter.status === "deleted"));
+    if (filter.search !== "") {
+      if (filter.search.includes("\0")) query = query.where(sql<boolean>`1 = 0`);
+      else {
+        const pattern = escapeLike(filter.search);
+        query = query.where(
+          sql<boolean>`(aliases.source LIKE ${pattern} ESCAPE '!' OR aliases.destinations LIKE ${pattern} ESCAPE '!' OR owners.email LIKE ${pattern} ESCAPE '!')`,
+        );
+      }
+    }
+    let rowsQuery = query
+      .select([
+        "aliases.id",
+        "aliases.source",
+        "aliases.destinations",
+        "aliases.smtp_quota_per_hour",
+        "aliases.smtp_quota_per_day",
+        "aliases.deleted",
+        "aliases.created_at",
+        "domains.name as domain",
+        "owners.email as owner",
+      ])
+      .limit(limit + 1);
+    if (readsBackwards(cursor))
+      rowsQuery = rowsQuery.where("aliases.id", ">", cursor.before as number).orderBy("aliases.id", "asc");
+    else {
+      if (cursor.after !== undefined) rowsQuery = rowsQuery.where("aliases.id", "<", cursor.after);
+      rowsQuery = rowsQuery.orderBy("aliases.id", "desc");
+    }
+    const [rows, count] = await Promise.all([
+      rowsQuery.execute(),
+      query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
+    ]);
+    const items = rows.map((row) => ({
+      id: Number(row.id),
+      source: row.source,
+      domain: row.domain,
+      destinations: parseStringList(row.destinations),
+      owner: row.owner,
+      smtpQuota: { perHour: row.smtp_quota_per_hour, perDay: row.smtp_quota_per_day },
+      deleted: flag(row.deleted),
+      createdAt: Number(row.created_at),
+    }));
+    return keysetPage(items, limit, cursor, Number(count.n));
+  }
+
+  /** An alias the actor may see, deleted ones included. */
+  async get(actor: Actor, source: string): Promise<AliasDetail> {
+    const address = parseAddress(String(source));
+    const row = address
+      ? await this.#db
+          .selectFrom("aliases")
+          .leftJoin("users as owners", "owners.id", "aliases.user_id")
+          .select(["aliases.id", "aliases.domain_id", "owners.domain_id as owner_domain_id"])
+          .where("aliases.source", "=", address.email)
+          .executeTakeFirst()
+      : undefined;
+    if (!row) throw notFound("alias not found");
+    assertMay(actor, { kind: "alias", domainId: Number(row.domain_id) });
+    const view = await this.#aliases.get(address?.email ?? "");
+    return {
+      ...view,
+      id: Number(row.id),
+      domainId: Number(row.domain_id),
+      ownerDomainId: row.owner_domain_id === null ? null : Number(row.owner_domain_id),
+    };
+  }
+
+  /**
+   * A new alias. Without owner and destinations a person's alias belongs to that person. A domain
+   * admin creates only in its own domain, for owners it may manage, forwarding to the owner.
+   */
+  async create(actor: Actor, input: CreateAliasInput): Promise<AliasView> {
+    const source = typeof input.source === "string" ? input.source.trim().toLowerCase() : "";
+    const domainId = await this.#domainIdOf(source);
+    if (domainId !== null) assertMay(actor, { kind: "alias", domainId });
+    let owner = input.owner ?? null;
+    const destinations = input.destinations ?? [];
+    if (owner === null && destinations.length === 0 && actor.userId !== null) owner = actor.name;
+    let effective: CreateAliasInput = { ...input, owner };
+    if (actor.reach !== "all") {
+      if (owner === null) throw invalid("owner: an alias of a domain admin needs an owner");
+      const ownerEmail = await this.#ownerInReach(actor, owner);
+      if (input.smtpQuota !== undefined && input.smtpQuota !== null)
+        throw forbidden("smtpQuota: only admins set SMTP limits");
+      effective = { source: input.source, owner: ownerEmail, destinations: [ownerEmail] };
+    }
+    const alias = await this.#aliases.create(effective);
+    const view = await this.#aliases.get(alias.source);
+    await this.#audit.record(actor, {
+      action: "alias.create",
+      target: view.source,
+      targetDomainId: alias.domainId,
+      detail: { owner: view.owner, destinations: view.destinations, smtpQuota: view.smtpQuota },
+    });
+    return view;
+  }
+
+  /** Changes destinations, owner or SMTP limits; a domain admin's alias keeps forwarding to its owner. */
+  async update(actor: Actor, source: string, patch: AliasPatch): Promise<AliasView> {
+    const before = await this.get(actor, source);
+    if (before.deleted) throw notFound("alias not found");
+    let effective = patch;
+    if (actor.reach !== "all") {
+      if (before.owner !== null) await this.#ownerInReach(actor, before.owner);
+      if (patch.smtpQuota !== undefined) throw forbidden("smtpQuota: only admins set SMTP limits");
+      const owner = patch.owner === undefined ? before.owner : patch.owner;
+      if (owner === null) throw invalid("owner: an alias of a domain admin needs an owner");
+      const ownerEmail = await this.#ownerInReach(actor, owner);
+      effective = { owner: ownerEmail, destinations: [ownerEmail] };
+    }
+    const after = await this.#aliases.update(before.source, effective);
+    const changes: Record<string, { from: unknown; to: unknown }> = {};
+    for (const name of ["owner", "destinations", "smtpQuota"] as const) {
+      if (JSON.stringify(before[name]) !== JSON.stringify(after[name]))
+        changes[name] = { from: before[name], to: after[name] };
+    }
+    if (Object.keys(changes).length > 0)
+      await this.#audit.record(actor, {
+        action: "alias.update",
+        target: after.source,
+        targetDomainId: before.domainId,
+        detail: changes,
+      });
+    return after;
+  }
+
+  async delete(actor: Actor, source: string): Promise<void> {
+    const alias = await this.get(actor, source);
+    await this.#lifecycle.deleteAlias(alias.source);
+    await this.#audit.record(actor, {
+      action: "alias.delete",
+      target: alias.source,
+      targetDomainId: alias.domainId,
+    });
+  }
+
+  /** The owner's address if the actor may manage that user, else a 403 (an unknown owner is the service's 422). */
+  async #ownerInReach(actor: Actor, owner: string): Promise<string> {
+    const address = parseAddress(String(owner).trim());
+    const row = address
+      ? await this.#db
+          .selectFrom("users")
+          .select(["email", "domain_id", "roles"])
+          .where("email", "=", address.email)
+          .where("deleted", "=", 0)
+          .executeTakeFirst()
+      : undefined;
+    if (!row) throw invalid("owner: no active user with this address");
+    assertMay(actor, { kind: "user", domainId: Number(row.domain_id), roles: parseStoredRoles(row.roles) });
+    return row.email;
+  }
+
+  async #domainIdOf(address: string): Promise<number | null> {
+    const at = address.lastIndexOf("@");
+    if (at < 0) return null;
+    const row = await this.#db
+      .selectFrom("domains")
+      .select("id")
+      .where("name", "=", address.slice(at + 1))
+      .executeTakeFirst();
+    return row ? Number(row.id) : null;
+  }
+}

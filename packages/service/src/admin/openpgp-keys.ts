@@ -1,0 +1,130 @@
+import type { Kysely } from "kysely";
+import { parseAddress } from "../accounts/addresses.ts";
+import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
+import type { AuditLog } from "../accounts/audit-log.ts";
+import { containsText } from "../accounts/paging.ts";
+import type { Database } from "../db/schema.ts";
+import { invalid, notFound } from "../errors.ts";
+import type { OpenPgpKeyInfo, OpenPgpKeyService } from "../openpgp/keys.ts";
+import { type KeysetPage, keysetPage, type ListCursor, readsBackwards } from "./keyset.ts";
+
+export interface OpenPgpKeyListItem extends OpenPgpKeyInfo {
+  id: number;
+  domain: string;
+  uploadedAt: number;
+}
+
+/**
+ * OpenPGP keys in the admin area: listed per domain, uploaded for any address of a domain the
+ * actor reaches (through the importer the account pages and the admin API use), removed.
+ */
+export class AdminOpenPgpKeys {
+  readonly #db: Kysely<Database>;
+  readonly #keys: OpenPgpKeyService;
+  readonly #audit: AuditLog;
+
+  constructor(db: Kysely<Database>, keys: OpenPgpKeyService, audit: AuditLog) {
+    this.#db = db;
+    this.#keys = keys;
+    this.#audit = audit;
+  }
+
+  async list(
+    actor: Actor,
+    filter: { search: string; domainId?: number },
+    cursor: ListCursor,
+    limit = 20,
+  ): Promise<KeysetPage<OpenPgpKeyListItem>> {
+    let query = this.#db
+      .selectFrom("openpgp_keys")
+      .innerJoin("domains", "domains.id", "openpgp_keys.domain_id");
+    const scope = domainScope(actor);
+    if (scope !== null) query = query.where("openpgp_keys.domain_id", "=", scope);
+    if (filter.domainId !== undefined) query = query.where("openpgp_keys.domain_id", "=", filter.domainId);
+    if (filter.search !== "") query = query.where(containsText("openpgp_keys.email", filter.search));
+    let rowsQuery = query
+      .select([
+        "openpgp_keys.id",
+        "openpgp_keys.email",
+        "openpgp_keys.key_id",
+        "openpgp_keys.fingerprint",
+        "openpgp_keys.expires_at",
+        "openpgp_keys.wkd_hash",
+        "openpgp_keys.updated_at",
+        "domains.name as domain",
+      ])
+      .limit(limit + 1);
+    if (readsBackwards(cursor))
+      rowsQuery = rowsQuery
+        .where("openpgp_keys.id", ">", cursor.before as number)
+        .orderBy("openpgp_keys.id", "asc");
+    else {
+      if (cursor.after !== undefined) rowsQuery = rowsQuery.where("openpgp_keys.id", "<", cursor.after);
+      rowsQuery = rowsQuery.orderBy("openpgp_keys.id", "desc");
+    }
+    const [rows, count] = await Promise.all([
+      rowsQuery.execute(),
+      query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
+    ]);
+    const items = rows.map((row) => ({
+      id: Number(row.id),
+      email: row.email,
+      keyId: row.key_id,
+      fingerprint: row.fingerprint,
+      expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+      wkdHash: row.wkd_hash,
+      domain: row.domain,
+      uploadedAt: Number(row.updated_at),
+    }));
+    return keysetPage(items, limit, cursor, Number(count.n));
+  }
+
+  /** Publishes a key for an address of a domain the actor reaches (an active user's or alias's). */
+  async import(actor: Actor, email: string, data: Uint8Array | string): Promise<OpenPgpKeyInfo> {
+    const domainId = await this.#domainIdOf(email);
+    assertMay(actor, { kind: "openpgp-key", domainId });
+    const info = await this.#keys.import(email, data, actor.userId);
+    await this.#audit.record(actor, {
+      action: "openpgp-key.import",
+      target: info.email,
+      targetDomainId: domainId,
+      detail: { keyId: info.keyId, fingerprint: info.fingerprint, expiresAt: info.expiresAt },
+    });
+    return info;
+  }
+
+  async delete(actor: Actor, email: string): Promise<OpenPgpKeyInfo> {
+    const address = parseAddress(String(email).trim());
+    const row = address
+      ? await this.#db
+          .selectFrom("openpgp_keys")
+          .select("domain_id")
+          .where("email", "=", address.email)
+          .executeTakeFirst()
+      : undefined;
+    if (!row) throw notFound("no OpenPGP key for this address");
+    const domainId = Number(row.domain_id);
+    assertMay(actor, { kind: "openpgp-key", domainId });
+    const info = await this.#keys.delete(email);
+    await this.#audit.record(actor, {
+      action: "openpgp-key.delete",
+      target: info.email,
+      targetDomainId: domainId,
+      detail: { keyId: info.keyId, fingerprint: info.fingerprint },
+    });
+    return info;
+  }
+
+  /** The managed domain of an address; the importer's own message when there is none. */
+  async #domainIdOf(email: string): Promise<number> {
+    const address = parseAddress(String(email).trim());
+    if (!address) throw invalid("email: not a valid e-mail address");
+    const row = await this.#db
+      .selectFrom("domains")
+      .select("id")
+      .where("name", "=", address.domain)
+      .executeTakeFirst();
+    if (!row) throw invalid(`email: domain ${address.domain} is not managed here`);
+    return Number(row.id);
+  }
+}

@@ -1,0 +1,63 @@
+import type { Kysely } from "kysely";
+import type { AliasService } from "../accounts/aliases.ts";
+import { AuditLog } from "../accounts/audit-log.ts";
+import type { DomainService } from "../accounts/domains.ts";
+import type { LifecycleService } from "../accounts/lifecycle.ts";
+import type { SettingsService } from "../accounts/settings.ts";
+import type { UserService } from "../accounts/users.ts";
+import type { Database } from "../db/schema.ts";
+import type { OpenPgpKeyService } from "../openpgp/keys.ts";
+import type { TokenService } from "../tokens/tokens.ts";
+import type { WebhookService } from "../webhooks/endpoints.ts";
+import { AdminAliases } from "./aliases.ts";
+import { AdminDashboard } from "./dashboard.ts";
+import { AdminDomains } from "./domains.ts";
+import { AdminMaintenance } from "./maintenance.ts";
+import { AdminOpenPgpKeys } from "./openpgp-keys.ts";
+import { AdminSettings, AdminTokens, AdminWebhooks } from "./system.ts";
+import { AdminUsers } from "./users.ts";
+
+export interface AdminDependencies {
+  db: Kysely<Database>;
+  users: UserService;
+  aliases: AliasService;
+  domains: DomainService;
+  lifecycle: LifecycleService;
+  settings: SettingsService;
+  tokens: TokenService;
+  webhooks: WebhookService;
+  openPgpKeys: OpenPgpKeyService;
+}
+
+/**
+ * Administration as every surface does it (the web's admin area, the admin API, the console): each
+ * action takes its actor, is allowed or refused by the one rule (accounts/admin-scope.ts), is done
+ * by the same service functions, and is written to the audit log.
+ */
+export class AdminService {
+  readonly auditLog: AuditLog;
+  readonly users: AdminUsers;
+  readonly aliases: AdminAliases;
+  readonly domains: AdminDomains;
+  readonly openPgpKeys: AdminOpenPgpKeys;
+  readonly settings: AdminSettings;
+  readonly tokens: AdminTokens;
+  readonly webhooks: AdminWebhooks;
+  readonly maintenance: AdminMaintenance;
+  readonly dashboard: AdminDashboard;
+
+  constructor(deps: AdminDependencies) {
+    const { db } = deps;
+    const audit = new AuditLog(db);
+    this.auditLog = audit;
+    this.users = new AdminUsers(db, deps.users, deps.lifecycle, audit);
+    this.aliases = new AdminAliases(db, deps.aliases, deps.lifecycle, audit);
+    this.domains = new AdminDomains(db, deps.domains, deps.lifecycle, audit);
+    this.openPgpKeys = new AdminOpenPgpKeys(db, deps.openPgpKeys, audit);
+    this.settings = new AdminSettings(deps.settings, audit);
+    this.tokens = new AdminTokens(deps.tokens, audit);
+    this.webhooks = new AdminWebhooks(deps.webhooks, audit);
+    this.maintenance = new AdminMaintenance(db, deps.settings, deps.lifecycle, deps.webhooks, audit);
+    this.dashboard = new AdminDashboard(db, deps.webhooks);
+  }
+}

@@ -1,0 +1,359 @@
+import { type Kysely, sql } from "kysely";
+import type { Actor } from "../accounts/admin-scope.ts";
+import { assertMay, assertRoleChange, domainScope } from "../accounts/admin-scope.ts";
+import type { AuditLog } from "../accounts/audit-log.ts";
+import type { LifecycleService, NewCredentials } from "../accounts/lifecycle.ts";
+import { containsText } from "../accounts/paging.ts";
+import { endWebSessions } from "../accounts/queries.ts";
+import { normalizeRoles, parseStoredRoles, type Role } from "../accounts/roles.ts";
+import {
+  type CreatedUser,
+  type CreateUserInput,
+  checkRoles,
+  parseStringList,
+  type TotpInput,
+  toUserView,
+  type User,
+  type UserPatch,
+  type UserService,
+  type UserView,
+} from "../accounts/users.ts";
+import { type Database, flag, toFlag } from "../db/schema.ts";
+import { invalid } from "../errors.ts";
+import { type KeysetPage, keysetPage, type ListCursor, readsBackwards } from "./keyset.ts";
+
+/** The filters of the admin user list (reference 5.8): status, role, MailCrypt, 2FA, domain, search. */
+export interface UserListFilter {
+  search: string;
+  status: "active" | "deleted" | "all";
+  role?: Role;
+  mailCrypt?: boolean;
+  twoFactor?: boolean;
+  domainId?: number;
+}
+
+export interface UserListItem {
+  id: number;
+  email: string;
+  domain: string;
+  roles: Role[];
+  mailCrypt: boolean;
+  twoFactor: boolean;
+  deleted: boolean;
+  quota: number | null;
+  lastLoginTime: number | null;
+  createdAt: number;
+}
+
+/** What the admin user page shows besides the user itself (reference 5.8 "show"). */
+export interface UserFacts {
+  id: number;
+  user: UserView;
+  aliases: { source: string; destinations: string[] }[];
+  inviteCodes: { unredeemed: number; redeemed: number };
+  invitedBy: string | null;
+  openPgpKeysUploaded: number;
+  openPgpKey: boolean;
+  sessions: number;
+}
+
+/** The stored roles contain this role (JSON text `["ROLE_USER","ROLE_X"]`; `_` escaped for LIKE). */
+export const holdsRole = (role: Role) =>
+  sql<boolean>`roles LIKE ${`%"${role.replaceAll("_", "!_")}"%`} ESCAPE '!'`;
+
+/**
+ * The users of the admin area: every action checks the actor's reach (admin-scope.ts) and is
+ * written to the audit log; the work itself is done by the same UserService and LifecycleService
+ * functions the admin API and the console use.
+ */
+export class AdminUsers {
+  readonly #db: Kysely<Database>;
+  readonly #users: UserService;
+  readonly #lifecycle: LifecycleService;
+  readonly #audit: AuditLog;
+
+  constructor(db: Kysely<Database>, users: UserService, lifecycle: LifecycleService, audit: AuditLog) {
+    this.#db = db;
+    this.#users = users;
+    this.#lifecycle = lifecycle;
+    this.#audit = audit;
+  }
+
+  /**
+   * One page of users, newest first, by keyset on the id (no OFFSET: every page costs the same, the
+   * last of 100,000 users as the first). A domain admin sees its own domain without its admins.
+   */
+  async list(
+    actor: Actor,
+    filter: UserListFilter,
+    cursor: ListCursor,
+    limit = 20,
+  ): Promise<KeysetPage<UserListItem>> {
+    let query = this.#db.selectFrom("users");
+    const scope = domainScope(actor);
+    if (scope !== null)
+      query = query.where("domain_id", "=", scope).where(sql<boolean>`NOT (${holdsRole("ROLE_ADMIN")})`);
+    if (filter.domainId !== undefined) query = query.where("domain_id", "=", filter.domainId);
+    if (filter.status !== "all") query = query.where("deleted", "=", toFlag(filter.status === "deleted"));
+    if (filter.role) query = query.where(holdsRole(filter.role));
+    if (filter.mailCrypt !== undefined) query = query.where("mail_crypt", "=", toFlag(filter.mailCrypt));
+    if (filter.twoFactor === true)
+      query = query.where("totp_confirmed", "=", 1).where("totp_secret", "is not", null);
+    if (filter.twoFactor === false)
+      query = query.where((eb) => eb.or([eb("totp_confirmed", "=", 0), eb("totp_secret", "is", null)]));
+    if (filter.search !== "") query = query.where(containsText("email", filter.search));
+    const columns = [
+      "id",
+      "email",
+      "domain_id",
+      "roles",
+      "mail_crypt",
+      "totp_confirmed",
+      "totp_secret",
+      "deleted",
+      "quota",
+      "last_login_time",
+      "created_at",
+    ] as const;
+    let rowsQuery = query.select(columns).limit(limit + 1);
+    if (readsBackwards(cursor))
+      rowsQuery = rowsQuery.where("id", ">", cursor.before as number).orderBy("id", "asc");
+    else {
+      if (cursor.after !== undefined) rowsQuery = rowsQuery.where("id", "<", cursor.after);
+      rowsQuery = rowsQuery.orderBy("id", "desc");
+    }
+    const [rows, count] = await Promise.all([
+      rowsQuery.execute(),
+      query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
+    ]);
+    const domains = await this.#domainNames(rows.map((row) => row.domain_id));
+    const items = rows.map((row) => ({
+      id: Number(row.id),
+      email: row.email,
+      domain: domains.get(row.domain_id) ?? "",
+      roles: parseStoredRoles(row.roles),
+      mailCrypt: flag(row.mail_crypt),
+      twoFactor: flag(row.totp_confirmed) && row.totp_secret !== null,
+      deleted: flag(row.deleted),
+      quota: row.quota === null ? null : Number(row.quota),
+      lastLoginTime: row.last_login_time === null ? null : Number(row.last_login_time),
+      createdAt: Number(row.created_at),
+    }));
+    return keysetPage(items, limit, cursor, Number(count.n));
+  }
+
+  /** A user the actor may see (deleted ones included), or a 404/403. */
+  async get(actor: Actor, email: string): Promise<User> {
+    const user = await this.#users.get(email);
+    assertMay(actor, { kind: "user", domainId: user.domainId, roles: user.roles });
+    return user;
+  }
+
+  /** The user page's facts; a domain admin sees only the aliases of its own domain. */
+  async facts(actor: Actor, email: string): Promise<UserFacts> {
+    const user = await this.get(actor, email);
+    const db = this.#db;
+    const scope = domainScope(actor);
+    let aliases = db
+      .selectFrom("aliases")
+      .select(["source", "destinations"])
+      .where("user_id", "=", user.id)
+      .where("deleted", "=", 0);
+    if (scope !== null) aliases = aliases.where("domain_id", "=", scope);
+    const count = (n: { n: number | string | bigint } | undefined) => Number(n?.n ?? 0);
+    const [aliasRows, unredeemed, redeemed, invitedBy, uploaded, key, sessions] = await Promise.all([
+      aliases.orderBy("source").limit(200).execute(),
+      db
+        .selectFrom("invite_codes")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("user_id", "=", user.id)
+        .where("redeemed_at", "is", null)
+        .executeTakeFirst(),
+      db
+        .selectFrom("invite_codes")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("user_id", "=", user.id)
+        .where("redeemed_at", "is not", null)
+        .executeTakeFirst(),
+      db
+        .selectFrom("invite_codes")
+        .innerJoin("users as inviters", "inviters.id", "invite_codes.user_id")
+        .select("inviters.email")
+        .where("invite_codes.redeemed_by_id", "=", user.id)
+        .executeTakeFirst(),
+      db
+        .selectFrom("openpgp_keys")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("uploader_id", "=", user.id)
+        .executeTakeFirst(),
+      db.selectFrom("openpgp_keys").select("id").where("email", "=", user.email).executeTakeFirst(),
+      db
+        .selectFrom("web_sessions")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("user_id", "=", user.id)
+        .executeTakeFirst(),
+    ]);
+    return {
+      id: user.id,
+      user: toUserView(user),
+      aliases: aliasRows.map((row) => ({
+        source: row.source,
+        destinations: parseStringList(row.destinations),
+      })),
+      inviteCodes: { unredeemed: count(unredeemed), redeemed: count(redeemed) },
+      invitedBy: invitedBy?.email ?? null,
+      openPgpKeysUploaded: count(uploaded),
+      openPgpKey: key !== undefined,
+      sessions: count(sessions),
+    };
+  }
+
+  /** A new user; a domain admin only in its own domain and with the roles it may assign. */
+  async create(actor: Actor, input: CreateUserInput): Promise<CreatedUser> {
+    const domainId = await this.#domainIdOf(input.email);
+    const roles = checkRoles(input.roles ?? []);
+    if (domainId !== null) assertMay(actor, { kind: "user", domainId, roles: [] });
+    else if (actor.reach !== "all")
+      throw invalid(`email: domain of ${String(input.email).slice(0, 100)} is not managed here`);
+    assertRoleChange(actor, normalizeRoles([]), roles);
+    const created = await this.#users.create({ ...input, roles });
+    await this.#audit.record(actor, {
+      action: "user.create",
+      target: created.user.email,
+      targetDomainId: created.user.domainId,
+      detail: {
+        roles: created.user.roles,
+        quota: created.user.quota,
+        mailCrypt: created.user.mailCrypt,
+        passwordChangeRequired: created.user.passwordChangeRequired,
+        smtpQuota: created.user.smtpQuota,
+      },
+    });
+    return created;
+  }
+
+  /** Changes an active user; the audit entry names each changed field with its old and new value. */
+  async update(actor: Actor, email: string, patch: UserPatch): Promise<User> {
+    const before = await this.get(actor, email);
+    if (patch.roles !== undefined) assertRoleChange(actor, before.roles, checkRoles(patch.roles));
+    const after = await this.#users.update(before.email, patch);
+    const changes = changedFields(before, after);
+    if (Object.keys(changes).length > 0)
+      await this.#audit.record(actor, {
+        action: "user.update",
+        target: after.email,
+        targetDomainId: after.domainId,
+        detail: changes,
+      });
+    return after;
+  }
+
+  async delete(actor: Actor, email: string): Promise<void> {
+    const user = await this.get(actor, email);
+    await this.#lifecycle.delete(user.email);
+    await this.#audit.record(actor, {
+      action: "user.delete",
+      target: user.email,
+      targetDomainId: user.domainId,
+    });
+  }
+
+  /** New password; new keys and recovery token where MailCrypt applies (returned once, never logged). */
+  async reset(actor: Actor, email: string, password: string): Promise<NewCredentials> {
+    const user = await this.get(actor, email);
+    const result = await this.#lifecycle.reset(user.email, password);
+    await this.#audit.record(actor, {
+      action: "user.reset",
+      target: user.email,
+      targetDomainId: user.domainId,
+      detail: { newRecoveryToken: result.recoveryToken !== null },
+    });
+    return result;
+  }
+
+  async restore(actor: Actor, email: string, password: string): Promise<NewCredentials> {
+    const user = await this.get(actor, email);
+    const result = await this.#lifecycle.restore(user.email, password);
+    await this.#audit.record(actor, {
+      action: "user.restore",
+      target: user.email,
+      targetDomainId: user.domainId,
+      detail: { newRecoveryToken: result.recoveryToken !== null },
+    });
+    return result;
+  }
+
+  async enableTotp(
+    actor: Actor,
+    email: string,
+    input: TotpInput,
+  ): Promise<{ secret: string; backupCodes: string[] }> {
+    const user = await this.get(actor, email);
+    const result = await this.#users.enableTotp(user.email, input);
+    await this.#audit.record(actor, {
+      action: "user.totp.enable",
+      target: user.email,
+      targetDomainId: user.domainId,
+    });
+    return result;
+  }
+
+  async disableTotp(actor: Actor, email: string): Promise<void> {
+    const user = await this.get(actor, email);
+    await this.#users.disableTotp(user.email);
+    await this.#audit.record(actor, {
+      action: "user.totp.disable",
+      target: user.email,
+      targetDomainId: user.domainId,
+    });
+  }
+
+  /** Ends every web session of the user (its sign-ins everywhere). */
+  async endSessions(actor: Actor, email: string): Promise<void> {
+    const user = await this.get(actor, email);
+    await endWebSessions(this.#db, user.id);
+    await this.#audit.record(actor, {
+      action: "user.sessions.end",
+      target: user.email,
+      targetDomainId: user.domainId,
+    });
+  }
+
+  async #domainIdOf(email: unknown): Promise<number | null> {
+    const text = typeof email === "string" ? email.trim().toLowerCase() : "";
+    const at = text.lastIndexOf("@");
+    if (at < 0) return null;
+    const row = await this.#db
+      .selectFrom("domains")
+      .select("id")
+      .where("name", "=", text.slice(at + 1))
+      .executeTakeFirst();
+    return row ? Number(row.id) : null;
+  }
+
+  async #domainNames(ids: number[]): Promise<Map<number, string>> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return new Map();
+    const rows = await this.#db
+      .selectFrom("domains")
+      .select(["id", "name"])
+      .where("id", "in", unique)
+      .execute();
+    return new Map(rows.map((row) => [Number(row.id), row.name]));
+  }
+}
+
+/** The fields an admin changed, each `{from, to}`; secrets never appear (a user has none here). */
+function changedFields(before: User, after: User): Record<string, { from: unknown; to: unknown }> {
+  const result: Record<string, { from: unknown; to: unknown }> = {};
+  const compare = (name: string, from: unknown, to: unknown) => {
+    if (JSON.stringify(from) !== JSON.stringify(to)) result[name] = { from, to };
+  };
+  compare("roles", before.roles, after.roles);
+  compare("quota", before.quota, after.quota);
+  compare("smtpQuota", before.smtpQuota, after.smtpQuota);
+  compare("passwordChangeRequired", before.passwordChangeRequired, after.passwordChangeRequired);
+  compare("mailCrypt", before.mailCrypt, after.mailCrypt);
+  compare("lastLoginTime", before.lastLoginTime, after.lastLoginTime);
+  return result;
+}
