@@ -96,7 +96,7 @@ export function createServices(
   const lifecycle = new LifecycleService(db, pool, settings, users, events);
   const openPgpKeys = new OpenPgpKeyService(db);
   // Every alias a user creates on the pages sends "alias created" to its owner (reference 5.10).
-  const userAliases = new UserAliasService(db, lifecycle, (trx, alias, owner, { locale }) =>
+  const userAliases = new UserAliasService(db, lifecycle, reservedNames, (trx, alias, owner, { locale }) =>
     mail.aliasCreated(trx, { email: owner.email, alias: alias.source, locale: locale ?? defaultLocale }),
   );
   const services: Omit<Services, "admin"> = {

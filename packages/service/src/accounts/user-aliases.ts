@@ -6,6 +6,7 @@ import type { Locale } from "../i18n/catalogue.ts";
 import { parseNewAddress } from "./addresses.ts";
 import type { LifecycleService } from "./lifecycle.ts";
 import { isActiveUser } from "./queries.ts";
+import type { ReservedNameService } from "./reserved-names.ts";
 import { effectiveRoles } from "./roles.ts";
 import { nowSeconds, type User } from "./users.ts";
 
@@ -99,15 +100,18 @@ function isUniqueViolation(error: unknown): boolean {
 export class UserAliasService {
   readonly #db: Kysely<Database>;
   readonly #lifecycle: LifecycleService;
+  readonly #reservedNames: ReservedNameService;
   readonly #onCreated: AliasCreatedHook;
 
   constructor(
     db: Kysely<Database>,
     lifecycle: LifecycleService,
+    reservedNames: ReservedNameService,
     onCreated: AliasCreatedHook = async () => {},
   ) {
     this.#db = db;
     this.#lifecycle = lifecycle;
+    this.#reservedNames = reservedNames;
     this.#onCreated = onCreated;
   }
 
@@ -182,7 +186,11 @@ export class UserAliasService {
     const address = parseNewAddress(`${localPart}@${domain}`);
     if (!address) throw new AliasRefused("syntax", "local part: not a valid address");
     return this.#create(user, false, note, options, async (trx) => {
-      if (!(await isAvailable(trx, address.email)) || (await isReserved(trx, address.localPart)))
+      // A reserved local part (postmaster, abuse, the operator's list) is taken in every domain.
+      if (
+        !(await isAvailable(trx, address.email)) ||
+        (await this.#reservedNames.isReserved(address.localPart, trx))
+      )
         throw new AliasRefused("taken", "the address is already taken");
       return address.email;
     });
@@ -328,17 +336,4 @@ async function isAvailable(db: Kysely<Database>, email: string): Promise<boolean
     db.selectFrom("aliases").select("id").where("source", "=", email).executeTakeFirst(),
   ]);
   return !user && !alias;
-}
-
-/**
- * A reserved local part (table reserved_names; postmaster and abuse are always there) is taken in
- * every domain.
- */
-async function isReserved(db: Kysely<Database>, localPart: string): Promise<boolean> {
-  const row = await db
-    .selectFrom("reserved_names")
-    .select("id")
-    .where("name", "=", localPart)
-    .executeTakeFirst();
-  return row !== undefined;
 }
