@@ -1,4 +1,7 @@
 import { account } from "./areas/account.ts";
+import { admin } from "./areas/admin.ts";
+import { adminSystem } from "./areas/admin-system.ts";
+import { adminUsers } from "./areas/admin-users.ts";
 import { aliases } from "./areas/aliases.ts";
 import { common } from "./areas/common.ts";
 import { init } from "./areas/init.ts";
@@ -31,6 +34,9 @@ const areas = [
   recovery,
   registration,
   init,
+  admin,
+  adminUsers,
+  adminSystem,
 ] as const;
 
 type KeysOf<A> = A extends { en: Record<infer K, string> } ? K : never;

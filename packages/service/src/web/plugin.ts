@@ -9,6 +9,7 @@ import { defaultLocale, isLocale, translator } from "../i18n/catalogue.ts";
 import type { Services } from "../services.ts";
 import { sessionCookie, type WebContext, type WebServices } from "./context.ts";
 import { accountPages } from "./pages/account.ts";
+import { adminPages } from "./pages/admin/index.ts";
 import { aliasPages } from "./pages/aliases.ts";
 import { initPages } from "./pages/init.ts";
 import { openPgpPages } from "./pages/openpgp.ts";
@@ -112,4 +113,5 @@ export async function webInterface(app: FastifyInstance, services: Services) {
   await registrationPages(app, web);
   await initPages(app, web);
   await recoveryPages(app, web);
+  await adminPages(app, web);
 }
