@@ -1,6 +1,15 @@
 import type { Kysely } from "kysely";
+import { activityDay } from "../accounts/activity.ts";
 import { checkAddress, checkDomain } from "../accounts/address-syntax.ts";
+import {
+  checkInvitations,
+  type DomainInvitations,
+  maxInvitationLimit,
+  maxWaitingPeriodDays,
+} from "../accounts/domains.ts";
+import { inviteCodePattern } from "../accounts/invite-codes.ts";
 import { unusablePassword } from "../accounts/lifecycle.ts";
+import { normalizeReservedName } from "../accounts/reserved-names.ts";
 import { isRole, normalizeRoles } from "../accounts/roles.ts";
 import { isSettingName, normalizeSetting } from "../accounts/settings.ts";
 import { checkQuota, checkSmtpQuota } from "../accounts/users.ts";
@@ -353,10 +362,7 @@ export class UserliImporter {
           const name = check.domain;
           const earlier = seen.get(name);
           if (earlier !== undefined) refuse(`same domain as domains row ${earlier}`);
-          const limit = integer(row.invitation_limit) ?? 0;
-          const waiting = integer(row.invitation_waiting_period_days) ?? 7;
-          if (!(limit >= 0)) refuse("invitation_limit: must be a whole number, 0 or more");
-          if (!(waiting >= 0)) refuse("invitation_waiting_period_days: must be a whole number, 0 or more");
+          const invitations = this.#invitations(String(row.id), row);
           const created = requiredTime(row, "creation_time");
           seen.set(name, String(row.id));
           return {
@@ -364,9 +370,9 @@ export class UserliImporter {
             key: name,
             values: {
               name,
-              invitation_enabled: flagValue(sourceFlag(row.invitation_enabled)),
-              invitation_limit: limit,
-              invitation_waiting_period_days: waiting,
+              invitation_enabled: flagValue(invitations.enabled),
+              invitation_limit: invitations.limit,
+              invitation_waiting_period_days: invitations.waitingPeriodDays,
               created_at: created,
               updated_at: time(row, "updated_time") ?? created,
             },
@@ -383,11 +389,45 @@ export class UserliImporter {
       this.#domainIds.set(String(row.name), Number(row.id));
   }
 
+  /**
+   * A domain's invitation settings by the service's rule (checkInvitations). Out of its range they
+   * are brought into it and said so: a domain is never refused over them (its users would be too).
+   */
+  #invitations(id: string, row: SourceRow): DomainInvitations {
+    const enabled = sourceFlag(row.invitation_enabled);
+    const limit = integer(row.invitation_limit) ?? 0;
+    const waiting = integer(row.invitation_waiting_period_days) ?? 7;
+    try {
+      const checked = checkInvitations({ enabled, limit, waitingPeriodDays: waiting });
+      return {
+        enabled,
+        limit: checked.limit ?? limit,
+        waitingPeriodDays: checked.waitingPeriodDays ?? waiting,
+      };
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      const clamp = (n: number, min: number, max: number) =>
+        Number.isFinite(n) ? Math.min(max, Math.max(min, n)) : min;
+      const fixed = {
+        enabled,
+        limit: clamp(limit, 0, maxInvitationLimit),
+        waitingPeriodDays: clamp(waiting, 1, maxWaitingPeriodDays),
+      };
+      this.#adjust(
+        "domains",
+        id,
+        `invitation limit ${limit} and waiting period ${waiting} days brought into range: ${fixed.limit} and ${fixed.waitingPeriodDays} (${error.message})`,
+      );
+      return fixed;
+    }
+  }
+
   async #users(): Promise<void> {
     const summary = this.#table("users", "users");
     const seen = new Map<string, string>();
     const schemes = new Map<string, number>();
     let backupCodesLeftOut = 0;
+    let lastLoginFromUpdate = 0;
     const importedDomains = new Set(this.#domainBySourceId.values());
     await this.#each("users", ["id"], summary, async (page) => {
       const plans: Plan[] = [];
@@ -428,6 +468,15 @@ export class UserliImporter {
             backupCodesLeftOut += list.length - codes.length;
           }
           const created = requiredTime(row, "creation_time");
+          const updated = time(row, "updated_time") ?? created;
+          // userli counts a user who never signed in as inactive from its last update, this service
+          // from its creation: the day of that update as last login keeps userli's clock, so no
+          // account is deleted (or listed to the janitor) for having moved.
+          let lastLogin = time(row, "last_login_time");
+          if (lastLogin === null && !deleted) {
+            lastLogin = activityDay(updated);
+            lastLoginFromUpdate++;
+          }
           seen.set(email, id);
           const voucher = text(row.invitation_voucher_id);
           if (voucher !== null) this.#invitees.set(voucher, { email, userId: id });
@@ -451,9 +500,9 @@ export class UserliImporter {
               totp_secret: totpSecret,
               totp_confirmed: flagValue(sourceFlag(row.totp_confirmed)),
               totp_backup_codes: "[]",
-              last_login_time: time(row, "last_login_time"),
+              last_login_time: lastLogin,
               created_at: created,
-              updated_at: time(row, "updated_time") ?? created,
+              updated_at: updated,
               deleted: flagValue(deleted),
             },
             onInsert: { totp_last_step: null },
@@ -495,6 +544,10 @@ export class UserliImporter {
       `password hashes: ${[...schemes].map(([s, n]) => `${n} ${s}`).join(", ") || "none"}` +
         (legacy.length > 0 ? " (other than Argon2id: upgraded at each user's next sign-in)" : ""),
     );
+    if (lastLoginFromUpdate > 0)
+      summary.notes.push(
+        `${lastLoginFromUpdate} active users without a last login: the day of their last update in userli is taken as last login, so inactivity counts from there, as in userli`,
+      );
     if (backupCodesLeftOut > 0)
       summary.notes.push(`${backupCodesLeftOut} TOTP backup codes left out (not six digits, or repeated)`);
   }
@@ -695,8 +748,10 @@ export class UserliImporter {
         const id = String(row.id);
         const plan = this.#plan(summary, row, () => {
           const code = text(row.code)?.trim() ?? "";
-          if (!/^\S{1,32}$/.test(code)) refuse("code: must be 1 to 32 characters without spaces");
-          const earlier = seen.get(code);
+          if (!inviteCodePattern.test(code))
+            refuse("code: not six letters and digits (the invite codes this service looks up)");
+          // Codes are unique whatever their case.
+          const earlier = seen.get(code.toLowerCase());
           if (earlier !== undefined) refuse(`same code as vouchers row ${earlier}`);
           const domain = this.#domainBySourceId.get(String(row.domain_id));
           if (domain === undefined) refuse(`its domain (domains row ${row.domain_id}) is not imported`);
@@ -715,7 +770,7 @@ export class UserliImporter {
               id,
               `its invitee (users row ${invitee.userId}) is refused: imported without it`,
             );
-          seen.set(code, id);
+          seen.set(code.toLowerCase(), id);
           return {
             sourceId: id,
             key: code,
@@ -750,8 +805,9 @@ export class UserliImporter {
       const plans: Plan[] = [];
       for (const row of page) {
         const plan = this.#plan(summary, row, () => {
-          const name = (text(row.name) ?? "").trim().toLowerCase();
-          if (!/^[^\s@]{1,255}$/.test(name)) refuse("name: must be 1 to 255 characters, no spaces or @");
+          const name =
+            normalizeReservedName(text(row.name)) ??
+            refuse("name: not a local part a new address could have (letters, digits and . _ + = -)");
           const earlier = seen.get(name);
           if (earlier !== undefined) refuse(`same name as reserved_names row ${earlier}`);
           seen.set(name, String(row.id));

@@ -232,7 +232,7 @@ export async function fillUserli(db: UserliDatabase, generated = 20): Promise<Us
       creation_time: created,
     },
     { id: 2, user_id: 1, domain_id: 1, code: "xyz789", redeemed_time: null, creation_time: created },
-    { id: 3, user_id: 11, domain_id: 1, code: "ghostcode", redeemed_time: null, creation_time: created },
+    { id: 3, user_id: 11, domain_id: 1, code: "gh0st1", redeemed_time: null, creation_time: created },
   ]);
   await db.execute("UPDATE users SET invitation_voucher_id = ? WHERE id = ?", [1, 4]);
 
