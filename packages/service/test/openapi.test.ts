@@ -987,6 +987,31 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
   await W(403, { json: { email: "spam@example.org", password } });
   await W(422, { json: { email: "alice@example.org" } });
   await W(400, { type: "application/json", body: "[", note: "malformed JSON" });
+  // The password plugin's change: a user of its own, so no other section's password changes.
+  await service.services.users.create({ email: "webmail-pw@example.org", password, mailCrypt: true });
+  const P = (expected: number, options: Parameters<Contract["expect"]>[4]) =>
+    c.expect(expected, "POST", "/api/webmail/password", {}, { token: scoped.webmail, ...options });
+  const renewed = "a brand new passphrase";
+  await P(401, {
+    json: { email: "webmail-pw@example.org", password: "wrong password 123", newPassword: renewed },
+  });
+  await P(403, { json: { email: "spam@example.org", password, newPassword: renewed } });
+  await P(422, { json: { email: "webmail-pw@example.org", password, newPassword: "short" } });
+  await P(422, { json: { email: "webmail-pw@example.org", password } });
+  await P(409, {
+    json: { email: "broken@example.org", password, newPassword: renewed },
+    note: "key cannot be opened",
+  });
+  await P(400, { type: "application/json", body: "{", note: "malformed JSON" });
+  await P(200, { form: { email: "webmail-pw@example.org", password, newPassword: renewed } });
+  for (let i = 0; i < 5; i++)
+    await P(401, {
+      json: { email: "guessed-webmail@example.org", password: "wrong password 123", newPassword: renewed },
+    });
+  await P(429, {
+    json: { email: "guessed-webmail@example.org", password, newPassword: renewed },
+    note: "throttled",
+  });
 
   // ---- identity
   const I = (

@@ -12,7 +12,9 @@ const userliPrefixes = /^\/api\/(dovecot|postfix|roundcube|keycloak)(\/|$)/;
 const tagDescriptions: Record<ApiTag, string> = {
   "mailbox-server": "Dovecot's userdb and passdb. Scope `mailbox-server` (userli: `dovecot`).",
   mta: "Postfix lookups and SMTP authentication. Scope `mta` (userli: `postfix`).",
-  webmail: "The webmail plugin's alias list. Scope `webmail` (userli: `roundcube`).",
+  webmail:
+    "The webmail's plugins: a user's aliases, and the password change (Roundcube's password plugin). " +
+    "Scope `webmail` (userli: `roundcube`).",
   identity:
     "The identity provider's user storage, scoped to one managed domain. Scope `identity` (userli: `keycloak`).",
   retention: "Activity reports and the list of inactive users. Scope `retention`.",

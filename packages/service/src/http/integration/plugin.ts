@@ -23,7 +23,7 @@ export async function integrationApi(
   writeResponsesInGroups(app);
   const lookups = new MessageLookups(services.database, services.settings, services.tokens);
   const tokenCheck: TokenCheck = (plain) => lookups.authenticate(plain);
-  const { database, signIn, aliases, identity, retention } = services;
+  const { database, signIn, aliases, identity, retention, lifecycle, passwordPolicy } = services;
   const groups: [
     prefix: string,
     userliPrefix: string | null,
@@ -35,7 +35,11 @@ export async function integrationApi(
       (scope) => mailboxServerRoutes(scope, tokenCheck, { lookups, signIn, database }),
     ],
     ["/api/mta", "/api/postfix", (scope) => mtaRoutes(scope, tokenCheck, { lookups, signIn })],
-    ["/api/webmail", "/api/roundcube", (scope) => webmailRoutes(scope, tokenCheck, { signIn, aliases })],
+    [
+      "/api/webmail",
+      "/api/roundcube",
+      (scope) => webmailRoutes(scope, tokenCheck, { signIn, aliases, lifecycle, passwordPolicy }),
+    ],
     ["/api/identity", "/api/keycloak", (scope) => identityRoutes(scope, tokenCheck, { identity, signIn })],
     ["/api/retention", null, (scope) => retentionRoutes(scope, tokenCheck, { retention })],
   ];

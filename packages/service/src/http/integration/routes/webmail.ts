@@ -2,9 +2,13 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { AliasService } from "../../../accounts/aliases.ts";
+import type { LifecycleService } from "../../../accounts/lifecycle.ts";
+import type { PasswordPolicy, PasswordProblem } from "../../../accounts/password-policy.ts";
 import type { SignInService } from "../../../accounts/sign-in.ts";
+import { minPasswordLength } from "../../../accounts/users.ts";
+import { ServiceError } from "../../../errors.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
-import { bodyErrors } from "../../schemas.ts";
+import { bodyErrors, ClientAddressHeaders, SuccessBody } from "../../schemas.ts";
 import {
   AddressList,
   bodyFieldErrors,
@@ -13,7 +17,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
-import { refuseSignIn } from "../sign-in-answers.ts";
+import { refuseSignIn, throttleErrors, throttleFor } from "../sign-in-answers.ts";
 
 const CredentialsBody = Type.Object(
   {
@@ -23,11 +27,45 @@ const CredentialsBody = Type.Object(
   { examples: [{ email: "alice@example.org", password: "correct horse battery staple" }] },
 );
 
-/** The webmail plugin's alias list (spec 4.3). Registered under /api/webmail (and userli's /api/roundcube). */
+const PasswordChangeBody = Type.Object(
+  {
+    email: Type.String({ minLength: 1 }),
+    password: Type.String({ minLength: 1, description: "The current password" }),
+    newPassword: Type.String({ minLength: 1 }),
+  },
+  {
+    examples: [
+      {
+        email: "alice@example.org",
+        password: "correct horse battery staple",
+        newPassword: "a brand new passphrase",
+      },
+    ],
+  },
+);
+
+/** Why a new password is refused: the web page's rule (accounts/password-policy.ts), in words for logs. */
+const policyRefusals: Record<PasswordProblem, string> = {
+  too_short: `newPassword: the password must have at least ${minPasswordLength} characters`,
+  too_long: "newPassword: the password is too long",
+  compromised: "newPassword: the password has been leaked in a data breach; choose another one",
+};
+const identicalPassword = "newPassword: the new password is identical with the old one";
+const keyCannotBeOpened = "the MailCrypt key cannot be opened with this password";
+
+/**
+ * The webmail's plugins (spec 4.3): the alias list, and the password change of Roundcube's password
+ * plugin (`httpapi` driver). Registered under /api/webmail (and userli's /api/roundcube).
+ */
 export async function webmailRoutes(
   scope: FastifyInstance,
   tokenCheck: TokenCheck,
-  services: { signIn: SignInService; aliases: AliasService },
+  services: {
+    signIn: SignInService;
+    aliases: AliasService;
+    lifecycle: LifecycleService;
+    passwordPolicy: PasswordPolicy;
+  },
 ) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   requireScope(app, tokenCheck, "webmail");
@@ -60,6 +98,60 @@ export async function webmailRoutes(
         return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed });
       }
       return services.aliases.ownedBy(result.user);
+    },
+  );
+
+  app.post(
+    "/password",
+    {
+      schema: {
+        ...integrationRoute(
+          "webmail",
+          "Change a user's password",
+          "The password change of the account page, for the webmail's password plugin (Roundcube's `httpapi` " +
+            "driver, see docs/connecting.md): the current password is the proof, the new one must pass the " +
+            "password policy (length, and the leaked-password range API when PWNED_PASSWORDS_URL is set). " +
+            "The MailCrypt key is sealed under the new password, so mail stays readable; the change-required " +
+            "flag clears and the user's web sessions end. Failed attempts count for the brute-force policy.",
+        ),
+        body: PasswordChangeBody,
+        headers: ClientAddressHeaders,
+        response: {
+          200: SuccessBody,
+          ...guardResponses("webmail", {
+            401: ["Bad credentials"],
+            403: ["user disabled due to spam role"],
+          }),
+          ...errorResponses(
+            bodyErrors,
+            { 409: [keyCannotBeOpened, "the password was changed concurrently; try again"] },
+            bodyFieldErrors("password", "email", "newPassword"),
+            { 422: [...Object.values(policyRefusals), identicalPassword] },
+            throttleErrors,
+            unavailable,
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { email, password, newPassword } = request.body;
+      const result = await services.signIn.signIn(email, password, throttleFor(request));
+      // A user who must change the password may do it here: that is what the flag asks for.
+      if (result.kind !== "ok" && result.kind !== "password_change_required") {
+        const failed = { status: 401, message: "Bad credentials" } as const;
+        const retryAfter = result.kind === "throttled" ? result.retryAfter : undefined;
+        return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed }, retryAfter);
+      }
+      const problem = await services.passwordPolicy.check(newPassword);
+      if (problem) return reply.code(422).send({ message: policyRefusals[problem] });
+      try {
+        await services.lifecycle.changePassword(result.user.email, password, newPassword);
+      } catch (error) {
+        if (error instanceof ServiceError && error.message.includes("identical"))
+          return reply.code(422).send({ message: identicalPassword });
+        throw error;
+      }
+      return { message: "success" as const };
     },
   );
 }
