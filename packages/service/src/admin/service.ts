@@ -2,7 +2,9 @@ import type { Kysely } from "kysely";
 import type { AliasService } from "../accounts/aliases.ts";
 import { AuditLog } from "../accounts/audit-log.ts";
 import type { DomainService } from "../accounts/domains.ts";
+import type { InviteCodeService } from "../accounts/invite-codes.ts";
 import type { LifecycleService } from "../accounts/lifecycle.ts";
+import type { ReservedNameService } from "../accounts/reserved-names.ts";
 import type { SettingsService } from "../accounts/settings.ts";
 import type { UserService } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
@@ -12,6 +14,7 @@ import type { WebhookService } from "../webhooks/endpoints.ts";
 import { AdminAliases } from "./aliases.ts";
 import { AdminDashboard } from "./dashboard.ts";
 import { AdminDomains } from "./domains.ts";
+import { AdminInviteCodes, AdminReservedNames } from "./invitations.ts";
 import { AdminMaintenance } from "./maintenance.ts";
 import { AdminOpenPgpKeys } from "./openpgp-keys.ts";
 import { AdminSettings, AdminTokens, AdminWebhooks } from "./system.ts";
@@ -27,6 +30,8 @@ export interface AdminDependencies {
   tokens: TokenService;
   webhooks: WebhookService;
   openPgpKeys: OpenPgpKeyService;
+  inviteCodes: InviteCodeService;
+  reservedNames: ReservedNameService;
 }
 
 /**
@@ -40,6 +45,8 @@ export class AdminService {
   readonly aliases: AdminAliases;
   readonly domains: AdminDomains;
   readonly openPgpKeys: AdminOpenPgpKeys;
+  readonly inviteCodes: AdminInviteCodes;
+  readonly reservedNames: AdminReservedNames;
   readonly settings: AdminSettings;
   readonly tokens: AdminTokens;
   readonly webhooks: AdminWebhooks;
@@ -54,6 +61,8 @@ export class AdminService {
     this.aliases = new AdminAliases(db, deps.aliases, deps.lifecycle, audit);
     this.domains = new AdminDomains(db, deps.domains, deps.lifecycle, audit);
     this.openPgpKeys = new AdminOpenPgpKeys(db, deps.openPgpKeys, audit);
+    this.inviteCodes = new AdminInviteCodes(db, deps.inviteCodes, deps.domains, audit);
+    this.reservedNames = new AdminReservedNames(deps.reservedNames, audit);
     this.settings = new AdminSettings(deps.settings, audit);
     this.tokens = new AdminTokens(deps.tokens, audit);
     this.webhooks = new AdminWebhooks(deps.webhooks, audit);

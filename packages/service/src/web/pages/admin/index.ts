@@ -2,8 +2,16 @@ import type { FastifyError, FastifyInstance } from "fastify";
 import { ServiceError } from "../../../errors.ts";
 import type { WebServices } from "../../context.ts";
 import { errorPage } from "../../render.ts";
+import { adminAliasPages } from "./aliases.ts";
+import { adminAuditLogPages } from "./audit-log.ts";
 import { adminDashboardPages } from "./dashboard.ts";
+import { adminDomainPages } from "./domains.ts";
+import { adminInvitationPages } from "./invitations.ts";
+import { adminMaintenancePages } from "./maintenance.ts";
+import { adminSettingsPages } from "./settings.ts";
+import { adminTokenPages } from "./tokens.ts";
 import { adminUserPages } from "./users.ts";
+import { adminWebhookPages } from "./webhooks.ts";
 
 /**
  * `/admin…`, the admin area, in a scope of its own: every page needs ROLE_DOMAIN_ADMIN (or
@@ -22,5 +30,13 @@ export async function adminPages(app: FastifyInstance, services: WebServices) {
     });
     await adminDashboardPages(scope, services);
     await adminUserPages(scope, services);
+    await adminAliasPages(scope, services);
+    await adminDomainPages(scope, services);
+    await adminInvitationPages(scope, services);
+    await adminSettingsPages(scope, services);
+    await adminTokenPages(scope, services);
+    await adminWebhookPages(scope, services);
+    await adminMaintenancePages(scope, services);
+    await adminAuditLogPages(scope, services);
   });
 }

@@ -1,0 +1,79 @@
+import type { FastifyInstance } from "fastify";
+import { type AuditFilter, auditActions } from "../../../accounts/audit-log.ts";
+import { readSearch } from "../../../accounts/paging.ts";
+import type { FieldErrors, WebServices } from "../../context.ts";
+import { actorOf, adminArea, adminPage, pageOf, type Query, text, wholeNumber } from "./common.ts";
+
+const perPage = 50;
+const day = 86400;
+
+/** A `YYYY-MM-DD` date as Unix seconds at 00:00 UTC; undefined when empty, null when not a date. */
+function dateOf(value: string): number | undefined | null {
+  if (value === "") return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return null;
+  const time = Date.parse(`${value}T00:00:00Z`);
+  return Number.isNaN(time) ? null : Math.floor(time / 1000);
+}
+
+/**
+ * `/admin/audit-log`: who changed what, when and from where, newest first, with filters. A domain
+ * admin sees its own domain's entries (the audit log's own rule).
+ */
+export async function adminAuditLogPages(app: FastifyInstance, services: WebServices) {
+  const { admin } = services;
+  app.get<{ Querystring: Query }>("/admin/audit-log", { preHandler: adminArea }, async (request, reply) => {
+    const actor = actorOf(request);
+    const query = request.query;
+    const filters = {
+      actor: readSearch(query.actor),
+      action: auditActions.find((a) => a === text(query.action)) ?? "",
+      target: readSearch(query.target),
+      domain: "",
+      since: text(query.since).trim(),
+      until: text(query.until).trim(),
+    };
+    const domainId = wholeNumber(query.domain);
+    if (domainId !== undefined && Number.isFinite(domainId)) filters.domain = String(domainId);
+    const errors: FieldErrors = {};
+    const since = dateOf(filters.since);
+    const until = dateOf(filters.until);
+    if (since === null) errors.since = { key: "admin.audit.badDate" };
+    if (until === null) errors.until = { key: "admin.audit.badDate" };
+    const filter: AuditFilter = {
+      ...(filters.actor ? { actor: filters.actor } : {}),
+      ...(filters.action ? { action: filters.action } : {}),
+      ...(filters.target ? { target: filters.target } : {}),
+      ...(filters.domain ? { domainId: Number(filters.domain) } : {}),
+      ...(typeof since === "number" ? { since } : {}),
+      // The "to" date is inclusive: entries before the next day's start.
+      ...(typeof until === "number" ? { until: until + day } : {}),
+    };
+    const page = pageOf(query);
+    const [listing, domains] = await Promise.all([
+      admin.auditLog.list(actor, filter, { limit: perPage, offset: (page - 1) * perPage }),
+      admin.domains.choices(actor),
+    ]);
+    const link = (n: number) =>
+      `/admin/audit-log?${new URLSearchParams({
+        ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== "")),
+        page: String(n),
+      })}`;
+    return adminPage(
+      request,
+      reply,
+      "admin/audit-log",
+      {
+        listing,
+        filters,
+        errors,
+        actions: auditActions,
+        domains,
+        page,
+        previousUrl: page > 1 ? link(page - 1) : null,
+        nextUrl: page * perPage < listing.total ? link(page + 1) : null,
+        detailText: (detail: Record<string, unknown> | null) => (detail ? JSON.stringify(detail) : ""),
+      },
+      Object.keys(errors).length > 0 ? 422 : 200,
+    );
+  });
+}
