@@ -336,7 +336,11 @@ class Contract {
       // Every method that can carry a body (DELETE included) reads it before the handler runs.
       if (["POST", "PUT", "PATCH", "DELETE"].includes(upper)) {
         const token = await this.token(scope);
-        const limit = path.startsWith("/api/admin/openpgp-keys/") ? 2 * 1024 * 1024 : 64 * 1024;
+        const limit = path.startsWith("/api/admin/openpgp-keys/")
+          ? 2 * 1024 * 1024
+          : path === "/api/admin/users/import"
+            ? 1024 * 1024
+            : 64 * 1024;
         await this.expect(413, upper, path, params, {
           token,
           type: "application/json",
@@ -656,6 +660,35 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
   await A(200, "PUT", "/api/admin/users/{email}/totp", { email: "otpoff@example.org" }, { json: {} });
   await A(204, "DELETE", "/api/admin/users/{email}/totp", { email: "otpoff@example.org" });
   await A(404, "DELETE", "/api/admin/users/{email}/totp", { email: "nobody@example.org" });
+  const csv = { type: "text/csv" };
+  await A(
+    200,
+    "POST",
+    "/api/admin/users/import",
+    {},
+    { ...csv, body: "email,password\r\nbulk1@example.org,\r\n" },
+  );
+  await A(
+    200,
+    "POST",
+    "/api/admin/users/import",
+    {},
+    { json: { users: [{ email: "bulk2@example.org", password, mailCrypt: false }] } },
+  );
+  await A(
+    422,
+    "POST",
+    "/api/admin/users/import",
+    {},
+    { ...csv, body: "email\r\nnot an address\r\nalice@example.org\r\n", note: "the report of the bad lines" },
+  );
+  await A(
+    422,
+    "POST",
+    "/api/admin/users/import",
+    {},
+    { json: { users: [{ email: "x@example.org", quota: "lots" }] }, note: "a value of the wrong type" },
+  );
 
   // ---- admin: aliases
   await A(
@@ -987,6 +1020,16 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
   await W(403, { json: { email: "spam@example.org", password } });
   await W(422, { json: { email: "alice@example.org" } });
   await W(400, { type: "application/json", body: "[", note: "malformed JSON" });
+  for (let i = 0; i < 5; i++)
+    await W(401, {
+      json: { email: "guessed-aliases@example.org", password: "wrong password 123" },
+      headers: { "x-client-address": "198.51.100.27" },
+    });
+  await W(429, {
+    json: { email: "guessed-aliases@example.org", password },
+    headers: { "x-client-address": "198.51.100.27" },
+    note: "throttled",
+  });
   // The password plugin's change: a user of its own, so no other section's password changes.
   await service.services.users.create({ email: "webmail-pw@example.org", password, mailCrypt: true });
   const P = (expected: number, options: Parameters<Contract["expect"]>[4]) =>

@@ -80,22 +80,24 @@ export async function webmailRoutes(
           "The sources of the active aliases the user owns, for the webmail's sender identities; the user's own password is the proof.",
         ),
         body: CredentialsBody,
+        headers: ClientAddressHeaders,
         response: {
           200: AddressList("Alias addresses the user owns", ["a1@example.org", "team@example.com"]),
           ...guardResponses("webmail", {
             401: ["Bad credentials"],
             403: ["user disabled due to spam role", "user password change required"],
           }),
-          ...errorResponses(bodyErrors, bodyFieldErrors("password", "email"), unavailable),
+          ...errorResponses(bodyErrors, bodyFieldErrors("password", "email"), throttleErrors, unavailable),
         },
       },
     },
     async (request, reply) => {
       const { email, password } = request.body;
-      const result = await services.signIn.signIn(email, password);
+      const result = await services.signIn.signIn(email, password, throttleFor(request));
       if (result.kind !== "ok") {
         const failed = { status: 401, message: "Bad credentials" } as const;
-        return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed });
+        const retryAfter = result.kind === "throttled" ? result.retryAfter : undefined;
+        return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed }, retryAfter);
       }
       return services.aliases.ownedBy(result.user);
     },
