@@ -103,7 +103,7 @@ describe("Dovecot 2.4 through contrib/dovecot", { skip: skip ?? false }, () => {
       dir: inside,
       serviceUrl: gateway.url,
       token,
-      timeout: "1s",
+      timeout: "5s",
     });
     console.log(
       `# Dovecot 2.4 (${readFileSync(`${TREE}/.complete`, "utf8").trim()}) up in ${Date.now() - started} ms`,
