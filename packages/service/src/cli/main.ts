@@ -8,6 +8,7 @@ import { mailCommands } from "./mail.ts";
 import { metricsCommands } from "./metrics.ts";
 import { movingCommands } from "./moving.ts";
 import { openPgpCommands } from "./openpgp.ts";
+import { provisioningCommands } from "./provisioning.ts";
 import { settingCommands } from "./settings.ts";
 import { tokenCommands } from "./tokens.ts";
 import { userCommands } from "./users.ts";
@@ -44,6 +45,7 @@ jobCommands(program);
 mailCommands(program);
 metricsCommands(program);
 movingCommands(program);
+provisioningCommands(program);
 
 // A reader that stops early (`| head`) closes the pipe: the rest of the output is not wanted, which
 // is no error and no reason for a stack trace.
