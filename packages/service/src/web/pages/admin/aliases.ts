@@ -146,6 +146,18 @@ export async function adminAliasPages(app: FastifyInstance, services: WebService
       });
       return seeOther(reply, "/admin/aliases");
     } catch (error) {
+      // Another domain, or an owner the domain admin does not manage: a form error, with a 403.
+      if (error instanceof ServiceError && error.kind === "forbidden")
+        return form(
+          request,
+          reply,
+          "create",
+          values,
+          /this alias$/.test(error.message)
+            ? { source: { key: "admin.aliases.sourceInvalid" } }
+            : { owner: { key: "admin.aliases.ownerUnknown" } },
+          403,
+        );
       const fieldErrors = serviceFieldError(error, aliasErrorRules, {
         field: "source",
         key: "admin.invalid",

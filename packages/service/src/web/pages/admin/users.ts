@@ -150,6 +150,9 @@ export async function adminUserPages(app: FastifyInstance, services: WebServices
         heading: "admin.users.created",
       });
     } catch (error) {
+      // A domain admin naming another domain: the reference's form error, with a 403.
+      if (error instanceof ServiceError && error.kind === "forbidden")
+        return createForm(request, reply, values, { email: { key: "admin.users.domainUnknown" } }, 403);
       const fieldErrors = serviceFieldError(error, userErrorRules, { field: "email", key: "admin.invalid" });
       if (fieldErrors) return createForm(request, reply, values, fieldErrors, statusOf(error));
       throw error;
