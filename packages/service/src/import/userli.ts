@@ -429,116 +429,133 @@ export class UserliImporter {
     let backupCodesLeftOut = 0;
     let lastLoginFromUpdate = 0;
     const importedDomains = new Set(this.#domainBySourceId.values());
-    await this.#each("users", ["id"], summary, async (page) => {
-      const plans: Plan[] = [];
-      const codesOf = new Map<Plan, string[]>();
-      for (const row of page) {
-        const id = String(row.id);
-        let codes: string[] = [];
-        const plan = this.#plan(summary, row, () => {
-          const address = checkAddress(text(row.email)?.trim(), "known");
-          if (!address.ok) return refuse(`email: ${address.reason}`);
-          const email = address.address.email;
-          const earlier = seen.get(email);
-          if (earlier !== undefined) refuse(`same address as users row ${earlier}`);
-          if (!importedDomains.has(address.address.domain))
-            refuse(`the address's domain ${address.address.domain} is not imported`);
-          const deleted = sourceFlag(row.deleted);
-          let password = text(row.password) ?? "";
-          const scheme = passwordHashScheme(password);
-          if (scheme === null) {
-            // A deleted account keeps its address taken; nobody signs in with it anyway.
-            if (!deleted)
-              refuse("password: a hash in an unknown format (not Argon2, SHA-crypt, MD5-crypt or bcrypt)");
-            password = unusable;
-            this.#adjust("users", id, "deleted user: password hash in an unknown format, stored as unusable");
-          } else schemes.set(scheme, (schemes.get(scheme) ?? 0) + 1);
-          const roleList = sourceList(row.roles) ?? refuse("roles: not a list");
-          const unknownRole = roleList.find((r) => typeof r !== "string" || !isRole(r));
-          if (unknownRole !== undefined) refuse(`roles: unknown role ${String(unknownRole).slice(0, 60)}`);
-          const quota = checked(() => checkQuota(integer(row.quota)));
-          const smtp = smtpLimits(row.smtp_quota_limits);
-          const totpSecret = text(row.totp_secret)?.trim() || null;
-          if (totpSecret !== null) {
-            const list = sourceList(row.totp_backup_codes) ?? refuse("totp_backup_codes: not a list");
-            const strings = list.filter(
-              (c): c is string | number => typeof c === "string" || typeof c === "number",
-            );
-            codes = [...new Set(strings.map(String).filter((c) => /^\d{6}$/.test(c)))];
-            backupCodesLeftOut += list.length - codes.length;
+    let writing: Promise<unknown> = Promise.resolve();
+    try {
+      await this.#each("users", ["id"], summary, async (page) => {
+        const plans: Plan[] = [];
+        const codesOf = new Map<Plan, string[]>();
+        for (const row of page) {
+          const id = String(row.id);
+          let codes: string[] = [];
+          const plan = this.#plan(summary, row, () => {
+            const address = checkAddress(text(row.email)?.trim(), "known");
+            if (!address.ok) return refuse(`email: ${address.reason}`);
+            const email = address.address.email;
+            const earlier = seen.get(email);
+            if (earlier !== undefined) refuse(`same address as users row ${earlier}`);
+            if (!importedDomains.has(address.address.domain))
+              refuse(`the address's domain ${address.address.domain} is not imported`);
+            const deleted = sourceFlag(row.deleted);
+            let password = text(row.password) ?? "";
+            const scheme = passwordHashScheme(password);
+            if (scheme === null) {
+              // A deleted account keeps its address taken; nobody signs in with it anyway.
+              if (!deleted)
+                refuse("password: a hash in an unknown format (not Argon2, SHA-crypt, MD5-crypt or bcrypt)");
+              password = unusable;
+              this.#adjust(
+                "users",
+                id,
+                "deleted user: password hash in an unknown format, stored as unusable",
+              );
+            } else schemes.set(scheme, (schemes.get(scheme) ?? 0) + 1);
+            const roleList = sourceList(row.roles) ?? refuse("roles: not a list");
+            const unknownRole = roleList.find((r) => typeof r !== "string" || !isRole(r));
+            if (unknownRole !== undefined) refuse(`roles: unknown role ${String(unknownRole).slice(0, 60)}`);
+            const quota = checked(() => checkQuota(integer(row.quota)));
+            const smtp = smtpLimits(row.smtp_quota_limits);
+            const totpSecret = text(row.totp_secret)?.trim() || null;
+            if (totpSecret !== null) {
+              const list = sourceList(row.totp_backup_codes) ?? refuse("totp_backup_codes: not a list");
+              const strings = list.filter(
+                (c): c is string | number => typeof c === "string" || typeof c === "number",
+              );
+              codes = [...new Set(strings.map(String).filter((c) => /^\d{6}$/.test(c)))];
+              backupCodesLeftOut += list.length - codes.length;
+            }
+            const created = requiredTime(row, "creation_time");
+            const updated = time(row, "updated_time") ?? created;
+            // userli counts a user who never signed in as inactive from its last update, this service
+            // from its creation: the day of that update as last login keeps userli's clock, so no
+            // account is deleted (or listed to the janitor) for having moved.
+            let lastLogin = time(row, "last_login_time");
+            if (lastLogin === null && !deleted) {
+              lastLogin = activityDay(updated);
+              lastLoginFromUpdate++;
+            }
+            seen.set(email, id);
+            const voucher = text(row.invitation_voucher_id);
+            if (voucher !== null) this.#invitees.set(voucher, { email, userId: id });
+            return {
+              sourceId: id,
+              key: email,
+              values: {
+                email,
+                domain_id: this.#domainIds.get(address.address.domain) ?? -1,
+                password,
+                roles: JSON.stringify(normalizeRoles(roleList as string[])),
+                password_change_required: flagValue(sourceFlag(row.password_change_required)),
+                quota,
+                smtp_quota_per_hour: smtp.perHour,
+                smtp_quota_per_day: smtp.perDay,
+                mail_crypt: flagValue(sourceFlag(row.mail_crypt)),
+                mail_crypt_public_key: text(row.mail_crypt_public_key) || null,
+                mail_crypt_secret_box: text(row.mail_crypt_secret_box) || null,
+                recovery_secret_box: text(row.recovery_secret_box) || null,
+                recovery_start_time: time(row, "recovery_start_time"),
+                totp_secret: totpSecret,
+                totp_confirmed: flagValue(sourceFlag(row.totp_confirmed)),
+                totp_backup_codes: "[]",
+                last_login_time: lastLogin,
+                created_at: created,
+                updated_at: updated,
+                deleted: flagValue(deleted),
+              },
+              onInsert: { totp_last_step: null },
+            };
+          });
+          if (plan) {
+            plans.push(plan);
+            this.#userBySourceId.set(id, plan.key);
+            if (plan.values.deleted === 0) this.#heldAddresses.add(plan.key);
+            if (codes.length > 0) codesOf.set(plan, codes);
+          } else {
+            this.#refusedUsers.add(id);
+            const voucher = text(row.invitation_voucher_id);
+            if (voucher !== null) this.#invitees.set(voucher, { email: null, userId: id });
           }
-          const created = requiredTime(row, "creation_time");
-          const updated = time(row, "updated_time") ?? created;
-          // userli counts a user who never signed in as inactive from its last update, this service
-          // from its creation: the day of that update as last login keeps userli's clock, so no
-          // account is deleted (or listed to the janitor) for having moved.
-          let lastLogin = time(row, "last_login_time");
-          if (lastLogin === null && !deleted) {
-            lastLogin = activityDay(updated);
-            lastLoginFromUpdate++;
+        }
+        const prepare = async (plan: Plan, stored: Row | undefined) => {
+          // A password nobody can use is made once; a later run keeps the one stored.
+          if (plan.values.password === unusable)
+            plan.values.password =
+              typeof stored?.password === "string" && passwordHashScheme(stored.password) === null
+                ? stored.password
+                : unusablePassword();
+          const codes = codesOf.get(plan);
+          if (!codes) return;
+          // Unchanged codes keep their stored hashes (new salts would make every run an update).
+          if (stored && (await sameBackupCodes(codes, String(stored.totp_backup_codes ?? "[]")))) {
+            plan.values.totp_backup_codes = stored.totp_backup_codes;
+          } else if (this.#dryRun) {
+            plan.values.totp_backup_codes = "(backup codes to be hashed)";
+          } else {
+            plan.values.totp_backup_codes = JSON.stringify(await Promise.all(codes.map(hashBackupCode)));
           }
-          seen.set(email, id);
-          const voucher = text(row.invitation_voucher_id);
-          if (voucher !== null) this.#invitees.set(voucher, { email, userId: id });
-          return {
-            sourceId: id,
-            key: email,
-            values: {
-              email,
-              domain_id: this.#domainIds.get(address.address.domain) ?? -1,
-              password,
-              roles: JSON.stringify(normalizeRoles(roleList as string[])),
-              password_change_required: flagValue(sourceFlag(row.password_change_required)),
-              quota,
-              smtp_quota_per_hour: smtp.perHour,
-              smtp_quota_per_day: smtp.perDay,
-              mail_crypt: flagValue(sourceFlag(row.mail_crypt)),
-              mail_crypt_public_key: text(row.mail_crypt_public_key) || null,
-              mail_crypt_secret_box: text(row.mail_crypt_secret_box) || null,
-              recovery_secret_box: text(row.recovery_secret_box) || null,
-              recovery_start_time: time(row, "recovery_start_time"),
-              totp_secret: totpSecret,
-              totp_confirmed: flagValue(sourceFlag(row.totp_confirmed)),
-              totp_backup_codes: "[]",
-              last_login_time: lastLogin,
-              created_at: created,
-              updated_at: updated,
-              deleted: flagValue(deleted),
-            },
-            onInsert: { totp_last_step: null },
-          };
-        });
-        if (plan) {
-          plans.push(plan);
-          this.#userBySourceId.set(id, plan.key);
-          if (plan.values.deleted === 0) this.#heldAddresses.add(plan.key);
-          if (codes.length > 0) codesOf.set(plan, codes);
-        } else {
-          this.#refusedUsers.add(id);
-          const voucher = text(row.invitation_voucher_id);
-          if (voucher !== null) this.#invitees.set(voucher, { email: null, userId: id });
-        }
-      }
-      const prepare = async (plan: Plan, stored: Row | undefined) => {
-        // A password nobody can use is made once; a later run keeps the one stored.
-        if (plan.values.password === unusable)
-          plan.values.password =
-            typeof stored?.password === "string" && passwordHashScheme(stored.password) === null
-              ? stored.password
-              : unusablePassword();
-        const codes = codesOf.get(plan);
-        if (!codes) return;
-        // Unchanged codes keep their stored hashes (new salts would make every run an update).
-        if (stored && (await sameBackupCodes(codes, String(stored.totp_backup_codes ?? "[]")))) {
-          plan.values.totp_backup_codes = stored.totp_backup_codes;
-        } else if (this.#dryRun) {
-          plan.values.totp_backup_codes = "(backup codes to be hashed)";
-        } else {
-          plan.values.totp_backup_codes = JSON.stringify(await Promise.all(codes.map(hashBackupCode)));
-        }
-      };
-      await this.#write(summary, "users", "email", plans, prepare, true);
-    });
+        };
+        // A pipeline of two batches: this batch's stored rows are read and its backup codes hashed
+        // (scrypt, on the thread pool) while the previous batch is written.
+        const ready = this.#stored("users", "email", plans, prepare);
+        ready.catch(() => {});
+        await writing;
+        writing = ready.then((prepared) => this.#apply(summary, "users", "email", prepared, true));
+        writing.catch(() => {});
+      });
+      await writing;
+    } finally {
+      // A batch still being written (--strict stopped, or an error) is finished or failed first.
+      await writing.catch(() => {});
+    }
     const legacy = [...schemes].filter(([scheme]) => scheme !== "argon2id");
     summary.notes.push(
       `password hashes: ${[...schemes].map(([s, n]) => `${n} ${s}`).join(", ") || "none"}` +
@@ -1173,9 +1190,24 @@ export class UserliImporter {
     prepare?: (plan: Plan, stored: Row | undefined) => Promise<void>,
     keepNewer = false,
   ): Promise<Written> {
-    const written: Written = { added: 0, updated: 0, unchanged: 0 };
-    if (plans.length === 0) return written;
+    return this.#apply(
+      summary,
+      table,
+      keyColumn,
+      await this.#stored(table, keyColumn, plans, prepare),
+      keepNewer,
+    );
+  }
+
+  /** The rows stored under the plans' keys, and the plans finished by `prepare`. */
+  async #stored(
+    table: keyof Database,
+    keyColumn: string,
+    plans: Plan[],
+    prepare?: (plan: Plan, stored: Row | undefined) => Promise<void>,
+  ): Promise<{ plans: Plan[]; stored: Map<string, Row> }> {
     const stored = new Map<string, Row>();
+    if (plans.length === 0) return { plans, stored };
     const rows = await this.#db
       .selectFrom(table)
       .selectAll()
@@ -1187,6 +1219,18 @@ export class UserliImporter {
       .execute();
     for (const row of rows) stored.set(String(row[keyColumn]), row);
     if (prepare) await Promise.all(plans.map((plan) => prepare(plan, stored.get(plan.key))));
+    return { plans, stored };
+  }
+
+  async #apply(
+    summary: TableSummary,
+    table: keyof Database,
+    keyColumn: string,
+    { plans, stored }: { plans: Plan[]; stored: Map<string, Row> },
+    keepNewer: boolean,
+  ): Promise<Written> {
+    const written: Written = { added: 0, updated: 0, unchanged: 0 };
+    if (plans.length === 0) return written;
     const inserts: Row[] = [];
     const updates: { key: string; changes: Row }[] = [];
     for (const plan of plans) {
