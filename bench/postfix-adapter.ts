@@ -10,8 +10,9 @@
  *
  * Everything runs on this machine: the service (SQLite, as production runs it), the adapter
  * (bin/postfix-adapter) and the load, which this process makes itself: netstrings over TCP for the
- * socketmap, and for the direct runs the adapter's own keep-alive HTTP client (http-pool.ts), so
- * both sides of the ratio ask the service the same way and the ratio shows what the extra hop
+ * socketmap, and for the direct runs the adapter's own keep-alive HTTP client (undici's Pool with
+ * the adapter's settings, createServicePool() in service-client.ts), so both sides of the ratio ask
+ * the service the same way and the ratio shows what the extra hop
  * through the adapter costs. Direct and adapter runs alternate, each pair side by side,
  * and the ratio is taken per pair: a shared host's speed drifts over minutes.
  */
@@ -23,7 +24,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
-import { HttpPool } from "../packages/postfix-adapter/src/http-pool.ts";
+import { createServicePool } from "../packages/postfix-adapter/src/service-client.ts";
 import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
 import { openDatabase } from "../packages/service/src/db/database.ts";
 import { createServices } from "../packages/service/src/services.ts";
@@ -229,25 +230,20 @@ interface Lookup {
 }
 
 /**
- * The direct side: the adapter's own HTTP client (http-pool.ts) asking the service, so the direct
- * runs and the adapter's requests to the service cost the same on the client side, and the ratio
- * isolates what the socketmap hop adds.
+ * The direct side: the adapter's own HTTP client (undici's Pool, as the adapter sets it up) asking
+ * the service, so the direct runs and the adapter's requests to the service cost the same on the
+ * client side, and the ratio isolates what the socketmap hop adds.
  */
 function directClient(url: string, token: string, lookups: Lookup[]) {
   return (connections: number) => {
-    const pool = new HttpPool({
-      url: new URL(url),
-      maxConnections: connections,
-      timeoutMs: 10_000,
-      maxBodyBytes: 1 << 20,
-    });
-    const headers = `Authorization: Bearer ${token}\r\nAccept: application/json\r\n`;
+    const pool = createServicePool(new URL(url), 10_000, connections);
+    const headers = { authorization: `Bearer ${token}`, accept: "application/json" };
     return async () => async (n: number) => {
       const lookup = lookups[n % lookups.length] as Lookup;
-      const answer = await pool.request("GET", lookup.path, headers);
-      const body = answer.body.toString();
-      return answer.status !== 200
-        ? String(answer.status)
+      const answer = await pool.request({ method: "GET", path: lookup.path, headers });
+      const body = await answer.body.text();
+      return answer.statusCode !== 200
+        ? String(answer.statusCode)
         : body === "false" || body === "[]"
           ? "empty"
           : "found";

@@ -1,5 +1,6 @@
 /**
- * The account service's `mta` endpoints over HTTP, through one keep-alive connection pool.
+ * The account service's `mta` endpoints over HTTP, through one keep-alive connection pool
+ * (undici's Pool, its `request()` API).
  *
  * Every method either gives the service's answer or throws ServiceUnavailable: the service could
  * not be reached, did not answer within SERVICE_TIMEOUT, answered 5xx or 429, refused our token, or
@@ -8,13 +9,44 @@
  */
 import { isIP } from "node:net";
 import type { Logger } from "pino";
-import { HttpPool, RequestTimeout } from "./http-pool.ts";
+import { Pool } from "undici";
 import type { Metrics } from "./metrics.ts";
 
 /** At most this many connections to the service; more requests wait for a free one. */
 const POOL_SIZE = 64;
 /** Larger answers are refused (an alias with thousands of destinations still fits). */
 const MAX_BODY_BYTES = 1024 * 1024;
+
+/** undici's codes for a request that ran out of SERVICE_TIMEOUT (connecting, waiting for the head, the body). */
+const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+/**
+ * The connection broke under a request before its answer: typically a kept-alive connection the
+ * service (or a proxy) closed just as the request went out. Not a refused connection: that one
+ * fails at once, and asking again would only double the wait.
+ */
+const CONNECTION_LOST_CODES = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/**
+ * The pool to the service, as the adapter uses it (the benchmark's direct runs use it too, so both
+ * sides of its ratio ask the service the same way). SERVICE_TIMEOUT bounds connecting, the wait for
+ * the answer's head and each wait for its body; idle connections close after undici's keep-alive
+ * time (4 s, or the server's Keep-Alive hint less 2 s), before the service's own limit (Node's: 5 s).
+ */
+export function createServicePool(base: URL, timeoutMs: number, connections = POOL_SIZE): Pool {
+  return new Pool(base.origin, {
+    connections,
+    pipelining: 1,
+    connectTimeout: timeoutMs,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    maxResponseSize: MAX_BODY_BYTES,
+  });
+}
 
 export class ServiceUnavailable extends Error {
   constructor(message: string) {
@@ -56,9 +88,10 @@ export function pathSegment(key: string): string {
 export class ServiceClient {
   readonly #base: URL;
   readonly #basePath: string;
-  readonly #pool: HttpPool;
-  /** Header lines every request carries. */
-  readonly #fixedHeaders: string;
+  readonly #pool: Pool;
+  readonly #token: string;
+  /** The headers of every lookup (built once: they never change). */
+  readonly #lookupHeaders: Record<string, string>;
   readonly #logger: Logger;
   readonly #metrics: Metrics;
   /** Set while the service fails: one log line when it goes away, one when it is back. */
@@ -67,13 +100,9 @@ export class ServiceClient {
   constructor(options: ServiceClientOptions) {
     this.#base = new URL(options.baseUrl);
     this.#basePath = this.#base.pathname.replace(/\/+$/, "");
-    this.#pool = new HttpPool({
-      url: this.#base,
-      maxConnections: POOL_SIZE,
-      timeoutMs: options.timeoutMs,
-      maxBodyBytes: MAX_BODY_BYTES,
-    });
-    this.#fixedHeaders = `Authorization: Bearer ${options.token}\r\nAccept: application/json\r\n`;
+    this.#pool = createServicePool(this.#base, options.timeoutMs);
+    this.#token = options.token;
+    this.#lookupHeaders = { authorization: `Bearer ${options.token}`, accept: "application/json" };
     this.#logger = options.logger;
     this.#metrics = options.metrics;
   }
@@ -114,16 +143,18 @@ export class ServiceClient {
    * service can throttle per address; anything that is not an IP address is left out.
    */
   async authenticate(email: string, password: string, clientAddress?: string): Promise<AuthVerdict> {
-    // isIP() admits no CR, LF or space: the value cannot break the header block.
-    const address =
-      clientAddress && isIP(clientAddress) !== 0 ? `X-Client-Address: ${clientAddress}\r\n` : "";
-    const headers = `Content-Type: application/json\r\n${address}`;
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.#token}`,
+      accept: "application/json",
+      "content-type": "application/json",
+    };
+    if (clientAddress && isIP(clientAddress) !== 0) headers["x-client-address"] = clientAddress;
     const answer = await this.#request(
       "auth",
       "POST",
       "/api/mta/auth",
-      JSON.stringify({ email, password }),
       headers,
+      JSON.stringify({ email, password }),
     );
     const message = (answer.body as { message?: unknown } | null)?.message;
     switch (answer.status) {
@@ -143,8 +174,9 @@ export class ServiceClient {
     throw this.#unexpected("auth", answer);
   }
 
-  close(): void {
-    this.#pool.close();
+  /** Closes the pool: requests under way are answered first, new ones fail. */
+  close(): Promise<void> {
+    return this.#pool.close();
   }
 
   #boolean(answer: Answer): boolean | null {
@@ -172,21 +204,21 @@ export class ServiceClient {
   }
 
   #get(endpoint: string, key: string): Promise<Answer> {
-    return this.#request(endpoint, "GET", `/api/mta/${endpoint}/${pathSegment(key)}`);
+    return this.#request(endpoint, "GET", `/api/mta/${endpoint}/${pathSegment(key)}`, this.#lookupHeaders);
   }
 
   /** One request, with its metrics; any failure becomes ServiceUnavailable. */
   async #request(
     endpoint: string,
-    method: string,
+    method: "GET" | "POST",
     path: string,
+    headers: Record<string, string>,
     body?: string,
-    headers = "",
   ): Promise<Answer> {
     const started = performance.now();
     let outcome = "error";
     try {
-      const answer = await this.#send(method, path, body, headers);
+      const answer = await this.#send(method, path, headers, body);
       outcome = String(answer.status);
       this.#check(endpoint, answer);
       if (this.#down) {
@@ -195,7 +227,7 @@ export class ServiceClient {
       }
       return answer;
     } catch (error) {
-      if (error instanceof RequestTimeout) outcome = "timeout";
+      if (TIMEOUT_CODES.has(errorCode(error) ?? "")) outcome = "timeout";
       const unavailable =
         error instanceof ServiceUnavailable
           ? error
@@ -238,19 +270,33 @@ export class ServiceClient {
     }
   }
 
-  async #send(method: string, path: string, body: string | undefined, headers: string): Promise<Answer> {
-    const answer = await this.#pool.request(
-      method,
-      this.#basePath + path,
-      this.#fixedHeaders + headers,
-      body === undefined ? undefined : Buffer.from(body, "utf8"),
-    );
+  async #send(
+    method: "GET" | "POST",
+    path: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+  ): Promise<Answer> {
+    const options = { method, path: this.#basePath + path, headers, body };
+    let answer: Awaited<ReturnType<Pool["request"]>>;
+    try {
+      answer = await this.#pool.request(options);
+    } catch (error) {
+      // A lookup is read-only, so asking once more on a fresh connection is safe whatever the
+      // service saw. A sign-in is not sent twice: the service may have checked (and counted) the
+      // password before the connection broke, so that failure stands (FAIL temp, Postfix's client
+      // tries again).
+      if (method !== "GET" || !CONNECTION_LOST_CODES.has(errorCode(error) ?? "")) throw error;
+      answer = await this.#pool.request(options);
+    }
+    // Read to the end (undici enforces MAX_BODY_BYTES and SERVICE_TIMEOUT while it arrives), so
+    // the connection goes back to the pool.
+    const text = await answer.body.text();
     let parsed: unknown = null;
     try {
-      parsed = answer.body.length === 0 ? null : JSON.parse(answer.body.toString("utf8"));
+      parsed = text.length === 0 ? null : JSON.parse(text);
     } catch {
       parsed = null;
     }
-    return { status: answer.status, body: parsed };
+    return { status: answer.statusCode, body: parsed };
   }
 }
