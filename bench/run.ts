@@ -4,7 +4,7 @@
  *
  *   node bench/run.ts [--smoke] [--out FILE] [--generator wrk|autocannon] [--profile DIR]
  *                     [--databases sqlite,postgres,mariadb] [--skip-passdb] [--skip-web] [--endpoints a,b]
- *                     [--connections 1,16,64] [--skip-postfix-adapter]
+ *                     [--connections 1,16,64] [--skip-postfix-adapter] [--skip-import]
  *
  * PostgreSQL and MariaDB runs happen when TEST_POSTGRES_URL / TEST_MARIADB_URL are set: a fresh
  * database is created on that server for the run and dropped afterwards.
@@ -56,6 +56,7 @@ const { values: args } = parseArgs({
     "skip-web": { type: "boolean", default: false },
     "skip-baseline": { type: "boolean", default: false },
     "skip-postfix-adapter": { type: "boolean", default: false },
+    "skip-import": { type: "boolean", default: false },
   },
 });
 
@@ -405,6 +406,11 @@ const results = {
     ratio: number;
   },
   lookupsDuringPassdb: null as null | { lookups: LoadResult; passdb: PassdbResult },
+  /** bench/import.ts's results file, as it wrote it. */
+  import: null as null | {
+    targets: { name: string; target: string; value: number; met: boolean }[];
+    [key: string]: unknown;
+  },
   /** bench/postfix-adapter.ts's results file, as it wrote it. */
   postfixAdapter: null as null | {
     targets: { name: string; target: string; value: number; met: boolean }[];
@@ -470,9 +476,26 @@ try {
     }
   }
   if (!args["skip-postfix-adapter"]) results.postfixAdapter = await postfixAdapterPhase();
+  if (!args["skip-import"]) results.import = await childBench("import", "bench/import.ts");
 } finally {
   for (const target of allTargets) await target.drop().catch(() => {});
   rmSync(workDir, { recursive: true, force: true });
+}
+
+/** Another benchmark of bench/ run as it runs standalone; its results file, as it wrote it. */
+function childBench<T>(name: string, script: string): Promise<T> {
+  log(`${name}: ${script}`);
+  const out = join(workDir, `${name}.json`);
+  const child = spawn(node, [join(repoRoot, script), "--out", out, ...(smoke ? ["--smoke"] : [])], {
+    env: process.env,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  return new Promise((resolve, reject) =>
+    child.on("close", (code) => {
+      if (code === 0) resolve(JSON.parse(readFileSync(out, "utf8")));
+      else reject(new Error(`${script} exited with ${code}`));
+    }),
+  );
 }
 
 /** The Postfix adapter's own benchmark (bench/postfix-adapter.ts), run as it runs standalone. */
@@ -683,6 +706,7 @@ if (results.web)
   });
 for (const t of results.postfixAdapter?.targets ?? [])
   results.targets.push({ ...t, name: `postfix adapter: ${t.name}` });
+for (const t of results.import?.targets ?? []) results.targets.push({ ...t, name: `import: ${t.name}` });
 results.totalSeconds = (Date.now() - started) / 1000;
 
 const out =
