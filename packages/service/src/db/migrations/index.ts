@@ -2,6 +2,7 @@ import { initial } from "./0001-initial.ts";
 import { webhooksAndJobs } from "./0002-webhooks-and-jobs.ts";
 import { inactivityPeriods } from "./0003-inactivity-periods.ts";
 import { people } from "./0004-people.ts";
+import { admin } from "./0005-admin.ts";
 import type { VersionedMigration } from "./types.ts";
 
 /** Applied in key order; a released migration is never edited, only followed by a new one. */
@@ -10,4 +11,5 @@ export const migrations: Record<string, VersionedMigration> = {
   "0002-webhooks-and-jobs": webhooksAndJobs,
   "0003-inactivity-periods": inactivityPeriods,
   "0004-people": people,
+  "0005-admin": admin,
 };
