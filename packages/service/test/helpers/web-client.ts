@@ -48,6 +48,32 @@ export class WebClient {
     return this.request("POST", path, { _csrf: this.#csrf, ...form });
   }
 
+  /** A multipart form (a file upload) with the CSRF token of the last page. */
+  async postMultipart(
+    path: string,
+    fields: Record<string, string>,
+    file: { name: string; text: string; filename: string },
+  ) {
+    const form = new FormData();
+    form.append("_csrf", this.#csrf);
+    for (const [name, value] of Object.entries(fields)) form.append(name, value);
+    form.append(file.name, new Blob([file.text], { type: "text/plain" }), file.filename);
+    const headers: Record<string, string> = {};
+    if (this.#cookies.size > 0)
+      headers.cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join("; ");
+    const response = await fetch(`${this.#url}${path}`, {
+      method: "POST",
+      headers,
+      redirect: "manual",
+      body: form,
+    });
+    return {
+      status: response.status,
+      location: response.headers.get("location"),
+      text: await response.text(),
+    };
+  }
+
   async signIn(email: string, password = defaultPassword) {
     await this.get("/login");
     const answer = await this.post("/login", { email, password });
