@@ -16,8 +16,13 @@ const widths = [1280, 375];
 const service = await startService({ web: true });
 const browser = await launchBrowser();
 try {
-  const { domains, users, aliases, settings } = service.services;
+  const { domains, users, aliases, settings, webhooks, database } = service.services;
   await settings.update({ app_name: "Example Mail", webmail_url: "https://webmail.example.org" });
+  // A webhook endpoint first, so the accounts below leave deliveries in its log.
+  const { endpoint } = await webhooks.create({
+    url: "https://hooks.example.org/mail",
+    events: ["user.created", "user.deleted"],
+  });
   await domains.create("example.org");
   await users.create({ email: "admin@example.org", password, roles: ["ROLE_ADMIN"] });
   await users.create({ email: "alice@example.org", password, mailCrypt: true });
@@ -27,6 +32,24 @@ try {
     destinations: ["alice@example.org"],
     owner: "alice@example.org",
   });
+  // The log as a running worker leaves it: delivered, and one refused by the receiver.
+  const sent = Math.floor(Date.now() / 1000);
+  await database.db
+    .updateTable("webhook_deliveries")
+    .set({ status: "success", attempts: 1, response_code: 204, delivered_at: sent, next_attempt_at: null })
+    .execute();
+  const [refused] = await database.db
+    .selectFrom("webhook_deliveries")
+    .select("id")
+    .orderBy("id")
+    .limit(1)
+    .execute();
+  if (refused)
+    await database.db
+      .updateTable("webhook_deliveries")
+      .set({ status: "failed", attempts: 4, response_code: 500, response_body: "internal error" })
+      .where("id", "=", refused.id)
+      .execute();
   mkdirSync(out, { recursive: true });
 
   const shoot = async (page: Page, name: string, path: string) => {
@@ -73,7 +96,9 @@ try {
   for (const [name, path] of [
     ["admin-dashboard", "/admin"],
     ["admin-users", "/admin/users"],
+    ["admin-user", "/admin/users/alice%40example.org"],
     ["admin-webhooks", "/admin/webhooks"],
+    ["admin-webhook-deliveries", `/admin/webhooks/${endpoint.id}/deliveries`],
   ] as const)
     await shoot(admin.page, name, path);
   await admin.context.close();
