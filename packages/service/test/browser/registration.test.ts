@@ -199,7 +199,8 @@ describe("web: registration with an invite code, and invite codes (real Chromium
     assert.equal(await page.locator("h1").innerText(), "Registration closed");
     assert.deepEqual(await seriousViolations(page), []);
     await page.goto(`${service.url}/register/${open.code}`);
-    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    // A string, evaluated in the page: the test's own code has no DOM types.
+    const width = await page.evaluate<number>("document.documentElement.scrollWidth");
     assert.ok(width <= 375, `no sideways scrolling at 375 px (${width})`);
     assert.deepEqual(await seriousViolations(page), []);
     await screenshot(page, "register-375");
