@@ -411,6 +411,11 @@ const results = {
     targets: { name: string; target: string; value: number; met: boolean }[];
     [key: string]: unknown;
   },
+  /** bench/web-admin.ts's results file, as it wrote it (the admin users page over 100,000 users). */
+  webAdmin: null as null | {
+    targets?: { name: string; target: string; value: number; met: boolean }[];
+    [key: string]: unknown;
+  },
   /** bench/postfix-adapter.ts's results file, as it wrote it. */
   postfixAdapter: null as null | {
     targets: { name: string; target: string; value: number; met: boolean }[];
@@ -476,6 +481,7 @@ try {
     }
   }
   if (!args["skip-postfix-adapter"]) results.postfixAdapter = await postfixAdapterPhase();
+  if (!args["skip-web"]) results.webAdmin = await childBench("web-admin", "bench/web-admin.ts");
   if (!args["skip-import"]) results.import = await childBench("import", "bench/import.ts");
 } finally {
   for (const target of allTargets) await target.drop().catch(() => {});
@@ -707,6 +713,7 @@ if (results.web)
 for (const t of results.postfixAdapter?.targets ?? [])
   results.targets.push({ ...t, name: `postfix adapter: ${t.name}` });
 for (const t of results.import?.targets ?? []) results.targets.push({ ...t, name: `import: ${t.name}` });
+for (const t of results.webAdmin?.targets ?? []) results.targets.push({ ...t, name: `web admin: ${t.name}` });
 results.totalSeconds = (Date.now() - started) / 1000;
 
 const out =

@@ -194,6 +194,14 @@ try {
         plans,
         results,
         worstP99At1Connection: worstP99,
+        targets: [
+          {
+            name: "users page with a search, worst p99 ms at 1 connection (SQLite, 100,000 users)",
+            target: "< 100",
+            value: worstP99,
+            met: worstP99 < 100,
+          },
+        ],
       },
       null,
       2,
