@@ -1,12 +1,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import {
   browserUnavailable,
   fillByLabel,
   launchBrowser,
+  newContextPage,
   screenshot,
   seriousViolations,
+  signInOnPage,
 } from "../helpers/browser.ts";
 import { password } from "../helpers/fixtures.ts";
 import { startService, type TestService } from "../helpers/service.ts";
@@ -43,19 +45,6 @@ describe("web: the user's aliases (real Chromium)", { skip: skip ?? false }, () 
     await service?.close();
   });
 
-  const newPage = async (width = 1280): Promise<{ context: BrowserContext; page: Page }> => {
-    const context = await browser.newContext({ locale: "en-GB", viewport: { width, height: 900 } });
-    return { context, page: await context.newPage() };
-  };
-
-  const signIn = async (page: Page, email: string) => {
-    await page.goto(`${service.url}/login`);
-    await fillByLabel(page, "E-mail address", email);
-    await fillByLabel(page, "Password", password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(/\/account$/);
-  };
-
   const lookup = async (kind: "alias" | "senders", address: string) => {
     const answer = await service.request("GET", `/api/mta/${kind}/${address}`, { token: mta });
     assert.equal(answer.status, 200);
@@ -66,8 +55,8 @@ describe("web: the user's aliases (real Chromium)", { skip: skip ?? false }, () 
     page.locator(".field.has-error", { has: page.getByLabel(label, { exact: true }) }).locator(".error");
 
   test("a random alias created on the page resolves at once at /api/mta/alias and /api/mta/senders; deleting it stops that", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "bob@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "bob@example.org", password);
     await page.getByRole("link", { name: "Aliases" }).click();
     await page.waitForURL(`${service.url}/account/alias`);
     assert.match(await page.locator("#custom-aliases").innerText(), /bob@example\.com/);
@@ -103,8 +92,8 @@ describe("web: the user's aliases (real Chromium)", { skip: skip ?? false }, () 
   });
 
   test("custom aliases: the reason of each refusal next to the field, then three at most; only admins may delete one", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "alice@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "alice@example.org", password);
     await page.goto(`${service.url}/account/alias`);
     const create = async (localPart: string, note = "") => {
       await fillByLabel(page, "Alias name", localPart);
@@ -159,8 +148,8 @@ describe("web: the user's aliases (real Chromium)", { skip: skip ?? false }, () 
   });
 
   test("a domain admin deletes a custom alias; the address stays taken; German; 375 px; spam users are refused", async () => {
-    const { context, page } = await newPage(375);
-    await signIn(page, "admin@example.org");
+    const { context, page } = await newContextPage(browser, { width: 375 });
+    await signInOnPage(page, service.url, "admin@example.org", password);
     await page.goto(`${service.url}/account/alias`);
     await fillByLabel(page, "Alias name", "helpdesk");
     await page.getByRole("button", { name: "Create custom alias" }).click();
@@ -186,8 +175,8 @@ describe("web: the user's aliases (real Chromium)", { skip: skip ?? false }, () 
     await page.goto(`${service.url}/account/alias?lang=en`);
     await context.close();
 
-    const spam = await newPage();
-    await signIn(spam.page, "spam@example.org");
+    const spam = await newContextPage(browser);
+    await signInOnPage(spam.page, service.url, "spam@example.org", password);
     const refused = await spam.page.goto(`${service.url}/account/alias`);
     assert.equal(refused?.status(), 403);
     await spam.context.close();

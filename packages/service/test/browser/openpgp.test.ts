@@ -1,14 +1,16 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as openpgp from "openpgp";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { wkdHash } from "../../src/openpgp/wkd.ts";
 import {
   browserUnavailable,
   fillByLabel,
   launchBrowser,
+  newContextPage,
   screenshot,
   seriousViolations,
+  signInOnPage,
 } from "../helpers/browser.ts";
 import { password } from "../helpers/fixtures.ts";
 import { startService, type TestService } from "../helpers/service.ts";
@@ -43,19 +45,6 @@ describe("web: the user's OpenPGP keys, published through WKD (real Chromium)", 
     await service?.close();
   });
 
-  const newPage = async (width = 1280): Promise<{ context: BrowserContext; page: Page }> => {
-    const context = await browser.newContext({ locale: "en-GB", viewport: { width, height: 900 } });
-    return { context, page: await context.newPage() };
-  };
-
-  const signIn = async (page: Page, email: string) => {
-    await page.goto(`${service.url}/login`);
-    await fillByLabel(page, "E-mail address", email);
-    await fillByLabel(page, "Password", password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(/\/account$/);
-  };
-
   const wkd = (localPart: string) =>
     fetch(`${service.url}/.well-known/openpgpkey/example.org/hu/${wkdHash(localPart)}?l=${localPart}`);
 
@@ -72,8 +61,8 @@ describe("web: the user's OpenPGP keys, published through WKD (real Chromium)", 
   };
 
   test("a key pasted on the page is served by WKD at once (only the address's user ID); a binary key file for a custom alias too", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "carol@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "carol@example.org", password);
     await page.getByRole("link", { name: "OpenPGP key" }).click();
     await page.waitForURL(`${service.url}/account/openpgp`);
     const options = await page.getByLabel("For the address").locator("option").allInnerTexts();
@@ -129,8 +118,8 @@ describe("web: the user's OpenPGP keys, published through WKD (real Chromium)", 
   });
 
   test("refusals next to the field: none or both given, no OpenPGP data, no key for the address, more than one; only own identities", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "carol@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "carol@example.org", password);
     await page.goto(`${service.url}/account/openpgp`);
     const { publicKey: mine } = await openpgp.generateKey({ userIDs: [{ email: "carol@example.org" }] });
     const { publicKey: another } = await openpgp.generateKey({ userIDs: [{ email: "carol@example.org" }] });
@@ -175,8 +164,8 @@ describe("web: the user's OpenPGP keys, published through WKD (real Chromium)", 
   });
 
   test("deleting a key needs the password; WKD stops serving it at once", async () => {
-    const { context, page } = await newPage(375);
-    await signIn(page, "carol@example.org");
+    const { context, page } = await newContextPage(browser, { width: 375 });
+    await signInOnPage(page, service.url, "carol@example.org", password);
     await page.goto(`${service.url}/account/openpgp`);
     assert.equal((await wkd("carol")).status, 200);
     await page.getByRole("link", { name: "Delete key (carol@example.org)" }).click();

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from "node:fs";
 import AxeBuilder from "@axe-core/playwright";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 
 /** Debian's Chromium (installed by .ci/run); no browser is ever downloaded. */
 export const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -49,4 +49,57 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   if (!dir) return;
   mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: `${dir}/${name}.png`, fullPage: true });
+}
+
+/** A browser context of its own (its own cookies, so its own session) and its one page. */
+export interface ContextPage {
+  context: BrowserContext;
+  page: Page;
+}
+
+/** A fresh context with one page: the visitor's language (Accept-Language) and the window's width, 900 px high. */
+export async function newContextPage(
+  browser: Browser,
+  { locale = "en-GB", width = 1280 }: { locale?: string; width?: number } = {},
+): Promise<ContextPage> {
+  const context = await browser.newContext({ locale, viewport: { width, height: 900 } });
+  return { context, page: await context.newPage() };
+}
+
+/** Fills the sign-in form the page shows (on /login or the start page) and presses "Sign in". */
+export async function submitSignIn(page: Page, email: string, password: string): Promise<void> {
+  await fillByLabel(page, "E-mail address", email);
+  await fillByLabel(page, "Password", password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/**
+ * Where a sign-in should lead: the account page, the second-factor page, or "none" when the
+ * caller looks for itself (a refusal stays on /login, a forced password change goes elsewhere).
+ */
+export type SignInLeadsTo = "account" | "2fa" | "none";
+
+/** Signs in on /login with the address (or local part) and password, then waits where it should lead. */
+export async function signInOnPage(
+  page: Page,
+  baseUrl: string,
+  email: string,
+  password: string,
+  { expect = "account" }: { expect?: SignInLeadsTo } = {},
+): Promise<void> {
+  await page.goto(`${baseUrl}/login`);
+  await submitSignIn(page, email, password);
+  if (expect !== "none") await page.waitForURL(`${baseUrl}/${expect}`);
+}
+
+/** Enters a code on the second-factor page and presses "Verify" (the caller checks the outcome). */
+export async function submitSecondFactor(page: Page, code: string): Promise<void> {
+  await fillByLabel(page, "Verification code", code);
+  await page.getByRole("button", { name: "Verify" }).click();
+}
+
+/** Presses "Sign out" and waits for the sign-in page. */
+export async function signOutOnPage(page: Page): Promise<void> {
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.waitForURL(/\/login/);
 }
