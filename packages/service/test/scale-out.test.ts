@@ -297,10 +297,10 @@ else
     test("each scheduled job ran once across both instances although both found it due at start", async () => {
       const period = Math.floor(Date.now() / 1000 / 86400) * 86400;
       await waitUntil(
-        "both jobs to finish",
+        "every job to finish",
         async () => {
           const runs = await database!.db.selectFrom("job_runs").select("finished_at").execute();
-          return runs.length === 2 && runs.every((run) => run.finished_at !== null);
+          return runs.length === 3 && runs.every((run) => run.finished_at !== null);
         },
         20000,
       );
@@ -308,6 +308,7 @@ else
       assert.deepEqual(
         runs.map((run) => [run.name, Number(run.period_start)]),
         [
+          ["prune-sign-in-state", period],
           ["prune-webhook-deliveries", period],
           ["remove-inactive-users", period],
         ],
@@ -319,7 +320,11 @@ else
         const jobs = [a, b].flatMap((instance) =>
           logLines(instance, message).map((line) => String(line.job)),
         );
-        assert.deepEqual(jobs.sort(), ["prune-webhook-deliveries", "remove-inactive-users"], message);
+        assert.deepEqual(
+          jobs.sort(),
+          ["prune-sign-in-state", "prune-webhook-deliveries", "remove-inactive-users"],
+          message,
+        );
       }
       for (const instance of [a, b]) assert.equal(logLines(instance, "scheduler pass failed").length, 0);
     });
