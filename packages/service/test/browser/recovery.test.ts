@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createPrivateKey, createPublicKey } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { openSecretBox } from "../../src/credentials/mailcrypt.ts";
 import { createLogger } from "../../src/logger.ts";
 import { MailWorker } from "../../src/mail/sender.ts";
@@ -9,8 +9,10 @@ import {
   browserUnavailable,
   fillByLabel,
   launchBrowser,
+  newContextPage,
   screenshot,
   seriousViolations,
+  signInOnPage,
 } from "../helpers/browser.ts";
 import { password } from "../helpers/fixtures.ts";
 import { startService, type TestService } from "../helpers/service.ts";
@@ -55,10 +57,6 @@ describe("web: recovery with the recovery token (real Chromium, real SMTP)", { s
     await relay?.close();
   });
 
-  const newPage = async (locale = "en-GB"): Promise<{ context: BrowserContext; page: Page }> => {
-    const context = await browser.newContext({ locale, viewport: { width: 1280, height: 900 } });
-    return { context, page: await context.newPage() };
-  };
   const now = () => Math.floor(Date.now() / 1000);
   const setStart = (email: string, start: number | null) =>
     service.services.database.db
@@ -81,15 +79,8 @@ describe("web: recovery with the recovery token (real Chromium, real SMTP)", { s
     await page.waitForLoadState();
     assert.equal(page.url(), `${service.url}/recovery`, "nothing in the URL");
   };
-  const signIn = async (page: Page, email: string, pass: string) => {
-    await page.goto(`${service.url}/login`);
-    await fillByLabel(page, "E-mail address", email);
-    await fillByLabel(page, "Password", pass);
-    await page.getByRole("button", { name: "Sign in" }).click();
-  };
-
   test("starting a recovery sends 'recovery started' to the account and shows when the next step opens", async () => {
-    const { context, page } = await newPage();
+    const { context, page } = await newContextPage(browser);
     await page.goto(`${service.url}/login`);
     await page.getByRole("link", { name: /Use your recovery token/ }).click();
     await page.waitForURL(`${service.url}/recovery`);
@@ -116,7 +107,7 @@ describe("web: recovery with the recovery token (real Chromium, real SMTP)", { s
     assert.ok(!mail.text.toLowerCase().includes(tokens["erin@example.org"] ?? "-"), "no token in the e-mail");
 
     // Asked again during the wait: the same answer in the visitor's language, no second e-mail.
-    const german = await newPage("de-DE");
+    const german = await newContextPage(browser, { locale: "de-DE" });
     await submitRecovery(german.page, "erin@example.org", tokens["erin@example.org"] ?? "", "Weiter");
     const text = await german.page.locator("main").innerText();
     assert.match(text, /Das neue Passwort kannst du ab \d{2}\.\d{2}\.\d{4}, \d{2}:\d{2} UTC setzen/);
@@ -132,12 +123,11 @@ describe("web: recovery with the recovery token (real Chromium, real SMTP)", { s
 
   test("after the waiting period: a new password that opens the same key, 2FA off, sessions ended, a new token", async () => {
     const email = "erin@example.org";
-    const oldSession = await newPage();
-    await signIn(oldSession.page, email, password);
-    await oldSession.page.waitForURL(`${service.url}/2fa`);
+    const oldSession = await newContextPage(browser);
+    await signInOnPage(oldSession.page, service.url, email, password, { expect: "2fa" });
     await setStart(email, now() - 2 * day - 60);
 
-    const { context, page } = await newPage();
+    const { context, page } = await newContextPage(browser);
     await submitRecovery(page, email, tokens[email] ?? "");
     assert.match(await page.locator("h1").innerText(), /Set a new password/);
     assert.deepEqual(await seriousViolations(page), []);
@@ -196,15 +186,14 @@ describe("web: recovery with the recovery token (real Chromium, real SMTP)", { s
     // The old token is useless now; the new password signs in without a second factor.
     await submitRecovery(page, email, tokens[email] ?? "");
     assert.match(await page.locator("main").innerText(), /e-mail address or the recovery token is wrong/);
-    await signIn(page, email, newPassword);
-    await page.waitForURL(`${service.url}/account`);
+    await signInOnPage(page, service.url, email, newPassword);
     await context.close();
     await service.services.database.db.deleteFrom("sign_in_failures").execute();
   });
 
   test("a wrong token, an unknown address and an expired recovery are refused", async () => {
     const email = "frank@example.org";
-    const { context, page } = await newPage();
+    const { context, page } = await newContextPage(browser);
     await submitRecovery(page, email, "00000000-0000-4000-8000-000000000000");
     const wrong = await page.locator("[role=alert]").innerText();
     assert.match(wrong, /The e-mail address or the recovery token is wrong/);
@@ -246,7 +235,7 @@ describe("web: recovery with the recovery token (real Chromium, real SMTP)", { s
   });
 
   test("repeated wrong tokens are throttled", async () => {
-    const { context, page } = await newPage();
+    const { context, page } = await newContextPage(browser);
     for (let i = 0; i < 5; i++)
       await submitRecovery(page, "frank@example.org", "00000000-0000-4000-8000-00000000000" + i);
     await submitRecovery(page, "frank@example.org", tokens["frank@example.org"] ?? "");

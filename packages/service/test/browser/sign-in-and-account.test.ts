@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createPrivateKey, createPublicKey } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { currentTotpCode } from "../../src/credentials/totp.ts";
 import { createLogger } from "../../src/logger.ts";
 import { DeliveryWorker } from "../../src/webhooks/worker.ts";
@@ -9,8 +9,12 @@ import {
   browserUnavailable,
   fillByLabel,
   launchBrowser,
+  newContextPage,
   screenshot,
   seriousViolations,
+  signInOnPage,
+  signOutOnPage,
+  submitSecondFactor,
 } from "../helpers/browser.ts";
 import { password } from "../helpers/fixtures.ts";
 import { type Receiver, startReceiver } from "../helpers/receiver.ts";
@@ -40,20 +44,8 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
     await service?.close();
   });
 
-  const newPage = async (locale = "en-GB"): Promise<{ context: BrowserContext; page: Page }> => {
-    const context = await browser.newContext({ locale, viewport: { width: 1280, height: 900 } });
-    return { context, page: await context.newPage() };
-  };
-
-  const signIn = async (page: Page, email: string, pass = password) => {
-    await page.goto(`${service.url}/login`);
-    await fillByLabel(page, "E-mail address", email);
-    await fillByLabel(page, "Password", pass);
-    await page.getByRole("button", { name: "Sign in" }).click();
-  };
-
   test("the sign-in page is accessible, sets no session before sign-in and signs in with a local part", async () => {
-    const { context, page } = await newPage();
+    const { context, page } = await newContextPage(browser);
     const response = await page.goto(`${service.url}/login`);
     const csp = response?.headers()["content-security-policy"] ?? "";
     for (const directive of [
@@ -68,8 +60,7 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
     assert.deepEqual(await seriousViolations(page), []);
     await screenshot(page, "login");
     assert.ok(!(await context.cookies()).some((c) => c.name === "session"));
-    await signIn(page, "alice");
-    await page.waitForURL(`${service.url}/account`);
+    await signInOnPage(page, service.url, "alice", password);
     assert.match(await page.locator("main").innerText(), /Signed in as alice@example\.org/);
     const session = (await context.cookies()).find((c) => c.name === "session");
     assert.ok(session?.httpOnly);
@@ -82,14 +73,15 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
   });
 
   test("a wrong password and an unknown address get the same answer; repeated failures are throttled", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "bob@example.org", "wrong password!!");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "bob@example.org", "wrong password!!", { expect: "none" });
     const wrong = await page.locator(".error").innerText();
-    await signIn(page, "nobody@example.org", "wrong password!!");
+    await signInOnPage(page, service.url, "nobody@example.org", "wrong password!!", { expect: "none" });
     assert.equal(await page.locator(".error").innerText(), wrong);
     assert.match(wrong, /e-mail address or the password is wrong/);
-    for (let i = 0; i < 4; i++) await signIn(page, "bob@example.org", "wrong password!!");
-    await signIn(page, "bob@example.org", password);
+    for (let i = 0; i < 4; i++)
+      await signInOnPage(page, service.url, "bob@example.org", "wrong password!!", { expect: "none" });
+    await signInOnPage(page, service.url, "bob@example.org", password, { expect: "none" });
     assert.match(
       await page.locator(".error").innerText(),
       /Too many failed sign-ins\. Please wait \d+ seconds/,
@@ -102,34 +94,28 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
 
   test("two-factor sign-in: the last login is recorded after the code, and a code is accepted once", async () => {
     const { secret } = await service.services.users.enableTotp("carol@example.org", {});
-    const { context, page } = await newPage();
-    await signIn(page, "carol@example.org");
-    await page.waitForURL(`${service.url}/2fa`);
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "carol@example.org", password, { expect: "2fa" });
     assert.deepEqual(await seriousViolations(page), []);
     assert.equal((await service.services.users.get("carol@example.org")).lastLoginTime, null);
     assert.equal((await page.goto(`${service.url}/account`))?.url(), `${service.url}/login`);
     await page.goto(`${service.url}/2fa`);
     const code = currentTotpCode(secret, Date.now());
-    await fillByLabel(page, "Verification code", code);
-    await page.getByRole("button", { name: "Verify" }).click();
+    await submitSecondFactor(page, code);
     await page.waitForURL(`${service.url}/account`);
     assert.ok((await service.services.users.get("carol@example.org")).lastLoginTime);
-    await page.getByRole("button", { name: "Sign out" }).click();
-    await page.waitForURL(/\/login/);
-    await signIn(page, "carol@example.org");
-    await page.waitForURL(`${service.url}/2fa`);
-    await fillByLabel(page, "Verification code", code);
-    await page.getByRole("button", { name: "Verify" }).click();
+    await signOutOnPage(page);
+    await signInOnPage(page, service.url, "carol@example.org", password, { expect: "2fa" });
+    await submitSecondFactor(page, code);
     assert.match(await page.locator(".error").innerText(), /verification code is not valid/);
     await context.close();
   });
 
   test("a password change re-seals the key: passdb with the new password opens the key userdb publishes; other sessions end", async () => {
-    const other = await newPage();
-    await signIn(other.page, "dave@example.org");
-    await other.page.waitForURL(`${service.url}/account`);
-    const { context, page } = await newPage();
-    await signIn(page, "dave@example.org");
+    const other = await newContextPage(browser);
+    await signInOnPage(other.page, service.url, "dave@example.org", password);
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "dave@example.org", password, { expect: "none" });
     await page.goto(`${service.url}/account/password`);
     assert.deepEqual(await seriousViolations(page), []);
     await fillByLabel(page, "Current password", password);
@@ -166,9 +152,8 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
   });
 
   test("a form posted without its CSRF token is refused and changes nothing", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "alice@example.org");
-    await page.waitForURL(`${service.url}/account`);
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "alice@example.org", password);
     const before = (await service.services.users.get("alice@example.org")).passwordHash;
     const answer = await page.request.post(`${service.url}/account/password`, {
       form: {
@@ -184,21 +169,20 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
   });
 
   test("a user who must change the password is sent to the password page from everywhere; spam users see the locked page", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "change@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "change@example.org", password, { expect: "none" });
     await page.waitForURL(`${service.url}/account/password`);
     await page.goto(`${service.url}/account/delete`);
     assert.equal(page.url(), `${service.url}/account/password`);
     await page.getByRole("button", { name: "Sign out" }).click();
-    await signIn(page, "spam@example.org");
-    await page.waitForURL(`${service.url}/account`);
+    await signInOnPage(page, service.url, "spam@example.org", password);
     assert.match(await page.locator("h1").innerText(), /Account locked/);
     await context.close();
   });
 
   test("a new recovery token is shown once and opens the recovery box; sign out everywhere ends every session", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "alice@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "alice@example.org", password, { expect: "none" });
     await page.goto(`${service.url}/account/recovery-token`);
     await fillByLabel(page, "Password", password);
     await page.getByRole("button", { name: "Create a new recovery token" }).click();
@@ -231,7 +215,7 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
   });
 
   test("German from Accept-Language and from the switcher", async () => {
-    const { context, page } = await newPage("de-DE");
+    const { context, page } = await newContextPage(browser, { locale: "de-DE" });
     await page.goto(`${service.url}/login`);
     assert.equal(await page.locator("h1").innerText(), "Anmelden");
     assert.equal(await page.locator("html").getAttribute("lang"), "de");
@@ -248,9 +232,8 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
         events: ["user.deleted"],
         secret: "s".repeat(32),
       });
-      const { context, page } = await newPage();
-      await signIn(page, "bob@example.org");
-      await page.waitForURL(`${service.url}/account`);
+      const { context, page } = await newContextPage(browser);
+      await signInOnPage(page, service.url, "bob@example.org", password);
       await page.goto(`${service.url}/account/delete`);
       assert.deepEqual(await seriousViolations(page), []);
       await fillByLabel(page, "Confirm with your password", password);

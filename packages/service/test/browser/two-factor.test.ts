@@ -1,13 +1,17 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { currentTotpCode } from "../../src/credentials/totp.ts";
 import {
   browserUnavailable,
   fillByLabel,
   launchBrowser,
+  newContextPage,
   screenshot,
   seriousViolations,
+  signInOnPage,
+  signOutOnPage,
+  submitSecondFactor,
 } from "../helpers/browser.ts";
 import { password } from "../helpers/fixtures.ts";
 import { startService, type TestService } from "../helpers/service.ts";
@@ -35,32 +39,9 @@ describe("web: two-factor enrolment, sign-in with TOTP and backup codes, switchi
     await service?.close();
   });
 
-  const newPage = async (width = 1280): Promise<{ context: BrowserContext; page: Page }> => {
-    const context = await browser.newContext({ locale: "en-GB", viewport: { width, height: 900 } });
-    return { context, page: await context.newPage() };
-  };
-
-  const signIn = async (page: Page, email: string) => {
-    await page.goto(`${service.url}/login`);
-    await fillByLabel(page, "E-mail address", email);
-    await fillByLabel(page, "Password", password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-  };
-
-  const secondFactor = async (page: Page, code: string) => {
-    await fillByLabel(page, "Verification code", code);
-    await page.getByRole("button", { name: "Verify" }).click();
-  };
-
-  const signOut = async (page: Page) => {
-    await page.getByRole("button", { name: "Sign out" }).click();
-    await page.waitForURL(/\/login/);
-  };
-
   test("enrol with the password, the QR code and a code; the backup codes need the acknowledgement; TOTP and a backup code sign in once each", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "alice@example.org");
-    await page.waitForURL(`${service.url}/account`);
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "alice@example.org", password);
     await page.getByRole("link", { name: "Two-factor authentication" }).click();
     await page.waitForURL(`${service.url}/account/twofactor`);
     assert.match(await page.locator("main").innerText(), /Two-factor authentication is off/);
@@ -127,32 +108,29 @@ describe("web: two-factor enrolment, sign-in with TOTP and backup codes, switchi
     await page.waitForURL(`${service.url}/account/twofactor`);
     assert.match(await page.locator(".flash").innerText(), /now on/);
     assert.match(await page.locator("main").innerText(), /Two-factor authentication is on/);
-    await signOut(page);
+    await signOutOnPage(page);
 
     // The code that confirmed the enrolment cannot be replayed at the next sign-in.
-    await signIn(page, "alice@example.org");
-    await page.waitForURL(`${service.url}/2fa`);
-    await secondFactor(page, code);
+    await signInOnPage(page, service.url, "alice@example.org", password, { expect: "2fa" });
+    await submitSecondFactor(page, code);
     assert.match(await page.locator(".error").innerText(), /verification code is not valid/);
     // The next step's code is new (the window takes one step either side).
     const next = currentTotpCode(secret, Date.now() + 30_000);
-    await secondFactor(page, next);
+    await submitSecondFactor(page, next);
     await page.waitForURL(`${service.url}/account`);
-    await signOut(page);
+    await signOutOnPage(page);
 
     // A backup code works once.
     const backup = codes[0]!;
-    await signIn(page, "alice@example.org");
-    await page.waitForURL(`${service.url}/2fa`);
-    await secondFactor(page, backup);
+    await signInOnPage(page, service.url, "alice@example.org", password, { expect: "2fa" });
+    await submitSecondFactor(page, backup);
     await page.waitForURL(`${service.url}/account`);
     assert.equal((await service.services.users.get("alice@example.org")).totpBackupCodes.length, 5);
-    await signOut(page);
-    await signIn(page, "alice@example.org");
-    await page.waitForURL(`${service.url}/2fa`);
-    await secondFactor(page, backup);
+    await signOutOnPage(page);
+    await signInOnPage(page, service.url, "alice@example.org", password, { expect: "2fa" });
+    await submitSecondFactor(page, backup);
     assert.match(await page.locator(".error").innerText(), /verification code is not valid/);
-    await secondFactor(page, codes[1]!);
+    await submitSecondFactor(page, codes[1]!);
     await page.waitForURL(`${service.url}/account`);
 
     // Switching off needs the password and clears the backup codes too.
@@ -170,21 +148,18 @@ describe("web: two-factor enrolment, sign-in with TOTP and backup codes, switchi
     assert.equal(off.totpConfirmed, false);
     assert.equal(off.totpSecret, null);
     assert.deepEqual(off.totpBackupCodes, []);
-    await signOut(page);
-    await signIn(page, "alice@example.org");
-    await page.waitForURL(`${service.url}/account`);
+    await signOutOnPage(page);
+    await signInOnPage(page, service.url, "alice@example.org", password);
     await context.close();
     // Every page of this suite comes from 127.0.0.1: forget its failures.
     await service.services.database.db.deleteFrom("sign_in_failures").execute();
   });
 
   test("enrolling ends the other sessions (they were opened without the second factor); an offer expires; the German page and 375 px", async () => {
-    const other = await newPage();
-    await signIn(other.page, "bob@example.org");
-    await other.page.waitForURL(`${service.url}/account`);
-    const { context, page } = await newPage(375);
-    await signIn(page, "bob@example.org");
-    await page.waitForURL(`${service.url}/account`);
+    const other = await newContextPage(browser);
+    await signInOnPage(other.page, service.url, "bob@example.org", password);
+    const { context, page } = await newContextPage(browser, { width: 375 });
+    await signInOnPage(page, service.url, "bob@example.org", password);
     await page.goto(`${service.url}/account/twofactor`);
     await fillByLabel(page, "Confirm with your password", password);
     await page.getByRole("button", { name: "Set up two-factor authentication" }).click();
