@@ -1,13 +1,15 @@
 import assert from "node:assert/strict";
 import { createPrivateKey, createPublicKey } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import {
   browserUnavailable,
   fillByLabel,
   launchBrowser,
+  newContextPage,
   screenshot,
   seriousViolations,
+  signInOnPage,
 } from "../helpers/browser.ts";
 import { password } from "../helpers/fixtures.ts";
 import { startService, type TestService } from "../helpers/service.ts";
@@ -45,25 +47,12 @@ describe("web: the admin area, users and domains (real Chromium)", { skip: skip 
     await service?.close();
   });
 
-  const newPage = async (locale = "en-GB"): Promise<{ context: BrowserContext; page: Page }> => {
-    const context = await browser.newContext({ locale, viewport: { width: 1280, height: 900 } });
-    return { context, page: await context.newPage() };
-  };
-
-  const signIn = async (page: Page, email: string) => {
-    await page.goto(`${service.url}/login`);
-    await fillByLabel(page, "E-mail address", email);
-    await fillByLabel(page, "Password", password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(`${service.url}/account`);
-  };
-
   const clean = async (page: Page, where: string) =>
     assert.deepEqual(await seriousViolations(page), [], `axe-core on ${where}`);
 
   test("an admin creates a domain, a user and an alias; the integration API and the admin API answer for them", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "admin@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "admin@example.org", password);
     await page.getByRole("link", { name: "Administration" }).click();
     await page.waitForURL(`${service.url}/admin`);
     await clean(page, "the dashboard");
@@ -130,8 +119,8 @@ describe("web: the admin area, users and domains (real Chromium)", { skip: skip 
   });
 
   test("a reset shows a new recovery token once; passdb with the new password opens a key that matches userdb", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "admin@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "admin@example.org", password);
     await page.goto(`${service.url}/admin/users/dora%40example.net`);
     await page.getByRole("link", { name: "Reset" }).click();
     await page.waitForURL(`${service.url}/admin/users/dora%40example.net/reset`);
@@ -177,8 +166,8 @@ describe("web: the admin area, users and domains (real Chromium)", { skip: skip 
   test("a domain admin sees its own domain only, gets 403 on another domain's user by URL and cannot give ROLE_ADMIN", async () => {
     const { users } = service.services;
     await users.create({ email: "dina@example.net", password, roles: ["ROLE_DOMAIN_ADMIN"] });
-    const { context, page } = await newPage();
-    await signIn(page, "dina@example.net");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "dina@example.net", password);
     await page.goto(`${service.url}/admin`);
     assert.match(await page.locator("main").innerText(), /Figures of the domain example\.net/);
     const nav = await page.getByRole("navigation", { name: "Administration" }).innerText();
@@ -225,8 +214,8 @@ describe("web: the admin area, users and domains (real Chromium)", { skip: skip 
   });
 
   test("the audit log shows each action with who, what, when and from where, and filters", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "admin@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "admin@example.org", password);
     await page.goto(`${service.url}/admin/audit-log`);
     await clean(page, "the audit log");
     const rows = await page.locator("table.audit tbody tr").allInnerTexts();
@@ -249,8 +238,8 @@ describe("web: the admin area, users and domains (real Chromium)", { skip: skip 
   });
 
   test("every admin page is axe-core clean, also in German and at 375 px", async () => {
-    const { context, page } = await newPage();
-    await signIn(page, "admin@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "admin@example.org", password);
     await page.goto(`${service.url}/admin?lang=de`);
     assert.equal(await page.locator("h1").innerText(), "Übersicht");
     const paths = [

@@ -8,8 +8,10 @@ import {
   browserUnavailable,
   fillByLabel,
   launchBrowser,
+  newContextPage,
   screenshot,
   seriousViolations,
+  signInOnPage,
 } from "../helpers/browser.ts";
 import { password } from "../helpers/fixtures.ts";
 import { type Receiver, startReceiver } from "../helpers/receiver.ts";
@@ -50,13 +52,8 @@ describe("web: the admin area, webhooks, tokens and maintenance (real Chromium)"
       pollIntervalMs: 50,
     });
     worker.start();
-    const context = await browser.newContext({ locale: "en-GB", viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    await page.goto(`${service.url}/login`);
-    await fillByLabel(page, "E-mail address", "admin@example.org");
-    await fillByLabel(page, "Password", password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(`${service.url}/account`);
+    ({ page } = await newContextPage(browser));
+    await signInOnPage(page, service.url, "admin@example.org", password);
   });
   after(async () => {
     await worker?.stop();

@@ -5,8 +5,11 @@ import {
   browserUnavailable,
   fillByLabel,
   launchBrowser,
+  newContextPage,
   screenshot,
   seriousViolations,
+  signOutOnPage,
+  submitSignIn,
 } from "../helpers/browser.ts";
 import { password } from "../helpers/fixtures.ts";
 import { startService, type TestService } from "../helpers/service.ts";
@@ -28,8 +31,7 @@ describe("web: first-run setup on an empty database (real Chromium)", { skip: sk
   });
 
   test("domain, administrator and settings in three steps; then postmaster signs in", async () => {
-    const context = await browser.newContext({ locale: "en-GB", viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
+    const { context, page } = await newContextPage(browser);
     await page.goto(`${service.url}/`);
     await page.waitForURL(`${service.url}/init`);
     assert.deepEqual(await seriousViolations(page), []);
@@ -75,13 +77,10 @@ describe("web: first-run setup on an empty database (real Chromium)", { skip: sk
     assert.equal(await service.services.settings.get("app_name"), "Example Mail");
     assert.equal(await service.services.settings.get("mail_crypt"), 3);
 
-    await page.getByRole("button", { name: "Sign out" }).click();
-    await page.waitForURL(/\/login/);
+    await signOutOnPage(page);
     await page.goto(`${service.url}/init`);
     await page.waitForURL(`${service.url}/`);
-    await fillByLabel(page, "E-mail address", "postmaster");
-    await fillByLabel(page, "Password", password);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await submitSignIn(page, "postmaster", password);
     await page.waitForURL(`${service.url}/account`);
     assert.match(await page.locator("main").innerText(), /Signed in as postmaster@example\.com/);
     const admin = await service.services.users.get("postmaster@example.com");

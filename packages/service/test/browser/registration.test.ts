@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createPrivateKey, createPublicKey } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { openSecretBox } from "../../src/credentials/mailcrypt.ts";
 import { createLogger } from "../../src/logger.ts";
 import { MailWorker } from "../../src/mail/sender.ts";
@@ -10,8 +10,11 @@ import {
   browserUnavailable,
   fillByLabel,
   launchBrowser,
+  newContextPage,
   screenshot,
   seriousViolations,
+  signInOnPage,
+  signOutOnPage,
 } from "../helpers/browser.ts";
 import { password } from "../helpers/fixtures.ts";
 import { type Receiver, startReceiver } from "../helpers/receiver.ts";
@@ -62,17 +65,6 @@ describe("web: registration with an invite code, and invite codes (real Chromium
     await hooks?.close();
   });
 
-  const newPage = async (width = 1280): Promise<{ context: BrowserContext; page: Page }> => {
-    const context = await browser.newContext({ locale: "en-GB", viewport: { width, height: 900 } });
-    return { context, page: await context.newPage() };
-  };
-  const signIn = async (page: Page, email: string, pass = password) => {
-    await page.goto(`${service.url}/login`);
-    await fillByLabel(page, "E-mail address", email);
-    await fillByLabel(page, "Password", pass);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(`${service.url}/account`);
-  };
   const fillRegistration = async (page: Page, localPart: string, pass = newPassword) => {
     await fillByLabel(page, "E-mail address", localPart);
     await fillByLabel(page, "Password", pass);
@@ -86,7 +78,7 @@ describe("web: registration with an invite code, and invite codes (real Chromium
       domain: "example.org",
       owner: "alice@example.org",
     });
-    const { context, page } = await newPage();
+    const { context, page } = await newContextPage(browser);
     await page.goto(`${service.url}/`);
     assert.deepEqual(await seriousViolations(page), []);
     await screenshot(page, "start");
@@ -155,9 +147,8 @@ describe("web: registration with an invite code, and invite codes (real Chromium
     const created = received.find((p) => p.data.email === "newbie@example.org");
     assert.equal(created?.type, "user.created");
 
-    await page.getByRole("button", { name: "Sign out" }).click();
-    await page.waitForURL(/\/login/);
-    await signIn(page, "newbie", newPassword);
+    await signOutOnPage(page);
+    await signInOnPage(page, service.url, "newbie", newPassword);
     assert.match(await page.locator("main").innerText(), /Signed in as newbie@example\.org/);
     const passdb = await service.request("POST", "/api/mailbox-server/newbie@example.org", {
       token: mailboxToken,
@@ -173,7 +164,7 @@ describe("web: registration with an invite code, and invite codes (real Chromium
     await context.close();
 
     // The code is spent: its link and the start page's form both say so.
-    const other = await newPage();
+    const other = await newContextPage(browser);
     await other.page.goto(`${service.url}/register/${code.code}`);
     await other.page.waitForURL(`${service.url}/?notice=inviteUsed`);
     assert.match(await other.page.locator("main").innerText(), /The invite code has already been used\./);
@@ -193,7 +184,7 @@ describe("web: registration with an invite code, and invite codes (real Chromium
       domain: "example.org",
       owner: "alice@example.org",
     });
-    const { context, page } = await newPage(375);
+    const { context, page } = await newContextPage(browser, { width: 375 });
     const answer = await page.goto(`${service.url}/register/${closed.code}`);
     assert.equal(answer?.status(), 403);
     assert.equal(await page.locator("h1").innerText(), "Registration closed");
@@ -214,8 +205,8 @@ describe("web: registration with an invite code, and invite codes (real Chromium
       .set({ created_at: Math.floor(Date.now() / 1000) - 8 * day })
       .where("id", "=", eve.id)
       .execute();
-    const { context, page } = await newPage();
-    await signIn(page, "eve@example.org");
+    const { context, page } = await newContextPage(browser);
+    await signInOnPage(page, service.url, "eve@example.org", password);
     await page.getByRole("link", { name: "Invite codes" }).click();
     await page.waitForURL(`${service.url}/account/voucher`);
     assert.match(await page.locator("main").innerText(), /You have no unused invite codes\./);
@@ -247,8 +238,8 @@ describe("web: registration with an invite code, and invite codes (real Chromium
     assert.equal(await page.locator("h1").innerText(), "Create your e-mail account");
     await context.close();
 
-    const closed = await newPage();
-    await signIn(closed.page, "bob@closed.org");
+    const closed = await newContextPage(browser);
+    await signInOnPage(closed.page, service.url, "bob@closed.org", password);
     assert.equal(await closed.page.getByRole("link", { name: "Invite codes" }).count(), 0);
     await closed.page.goto(`${service.url}/account/voucher`);
     assert.match(
