@@ -18,6 +18,18 @@ export const redactedPaths = [
   "req.headers.authorization",
   "req.headers['x-api-token']",
   "req.headers.cookie",
+  // The web pages' fields and cookies, should a request or form ever be logged.
+  "newPassword",
+  "*.newPassword",
+  "currentPassword",
+  "*.currentPassword",
+  "_csrf",
+  "*._csrf",
+  "backupCodes",
+  "*.backupCodes",
+  "totpSecret",
+  "*.totpSecret",
+  "res.headers['set-cookie']",
 ];
 
 export function createLogger(level: LogLevel, destination?: NodeJS.WritableStream): Logger {
