@@ -10,7 +10,7 @@
  *
  * Everything runs on this machine: the service (SQLite, as production runs it), the adapter
  * (bin/postfix-adapter) and the load, which this process makes itself: netstrings over TCP for the
- * socketmap, and for the direct runs the adapter's own keep-alive HTTP client (undici's Pool with
+ * socketmap, and for the direct runs the adapter's own keep-alive HTTP client (http-client.ts with
  * the adapter's settings, createServicePool() in service-client.ts), so both sides of the ratio ask
  * the service the same way and the ratio shows what the extra hop
  * through the adapter costs. Direct and adapter runs alternate, each pair side by side,
@@ -230,20 +230,20 @@ interface Lookup {
 }
 
 /**
- * The direct side: the adapter's own HTTP client (undici's Pool, as the adapter sets it up) asking
+ * The direct side: the adapter's own HTTP client (http-client.ts, as the adapter sets it up) asking
  * the service, so the direct runs and the adapter's requests to the service cost the same on the
  * client side, and the ratio isolates what the socketmap hop adds.
  */
 function directClient(url: string, token: string, lookups: Lookup[]) {
   return (connections: number) => {
     const pool = createServicePool(new URL(url), 10_000, connections);
-    const headers = { authorization: `Bearer ${token}`, accept: "application/json" };
+    const headers = `authorization: Bearer ${token}\r\naccept: application/json\r\n`;
     return async () => async (n: number) => {
       const lookup = lookups[n % lookups.length] as Lookup;
-      const answer = await pool.request({ method: "GET", path: lookup.path, headers });
-      const body = await answer.body.text();
-      return answer.statusCode !== 200
-        ? String(answer.statusCode)
+      const answer = await pool.request("GET", lookup.path, headers, undefined, true);
+      const body = answer.body.toString();
+      return answer.status !== 200
+        ? String(answer.status)
         : body === "false" || body === "[]"
           ? "empty"
           : "found";

@@ -17,16 +17,33 @@ function labelText(labels: Labels, extra?: [string, string]): string {
   return `{${pairs.map(([name, value]) => `${name}="${escapeLabel(value)}"`).join(",")}}`;
 }
 
+/** A series' identity: names and values in the caller's order (each call site writes its labels in one order). */
 function key(labels: Labels): string {
-  return JSON.stringify(Object.entries(labels));
+  let id = "";
+  for (const name in labels) id += `${name}\u0000${labels[name]}\u0001`;
+  return id;
 }
 
 interface Metric {
   render(): string;
 }
 
+/** One labelled series of a counter or gauge. Hot paths keep it and add to it without a lookup. */
+export class CounterSeries {
+  readonly labels: Labels;
+  value = 0;
+
+  constructor(labels: Labels) {
+    this.labels = labels;
+  }
+
+  inc(by = 1): void {
+    this.value += by;
+  }
+}
+
 class Counter implements Metric {
-  readonly #values = new Map<string, { labels: Labels; value: number }>();
+  readonly #series = new Map<string, CounterSeries>();
   readonly name: string;
   readonly help: string;
   readonly type: "counter" | "gauge";
@@ -37,24 +54,31 @@ class Counter implements Metric {
     this.type = type;
   }
 
-  inc(labels: Labels = {}, by = 1): void {
+  series(labels: Labels = {}): CounterSeries {
     const id = key(labels);
-    const entry = this.#values.get(id);
-    if (entry) entry.value += by;
-    else this.#values.set(id, { labels, value: by });
+    let series = this.#series.get(id);
+    if (!series) {
+      series = new CounterSeries(labels);
+      this.#series.set(id, series);
+    }
+    return series;
+  }
+
+  inc(labels: Labels = {}, by = 1): void {
+    this.series(labels).value += by;
   }
 
   set(labels: Labels, value: number): void {
-    this.#values.set(key(labels), { labels, value });
+    this.series(labels).value = value;
   }
 
   get(labels: Labels = {}): number {
-    return this.#values.get(key(labels))?.value ?? 0;
+    return this.#series.get(key(labels))?.value ?? 0;
   }
 
   render(): string {
     let out = `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} ${this.type}\n`;
-    for (const { labels, value } of this.#values.values())
+    for (const { labels, value } of this.#series.values())
       out += `${this.name}${labelText(labels)} ${value}\n`;
     return out;
   }
@@ -63,8 +87,29 @@ class Counter implements Metric {
 /** Upper bounds in seconds: lookups take about a millisecond, sign-ins (Argon2) a few hundred. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
+/** One labelled series of a histogram. Counts per bucket, not cumulative: made cumulative when rendered. */
+export class HistogramSeries {
+  readonly labels: Labels;
+  /** One per bound, and the last for everything above the largest. */
+  readonly counts: number[] = new Array(BUCKETS.length + 1).fill(0);
+  sum = 0;
+  count = 0;
+
+  constructor(labels: Labels) {
+    this.labels = labels;
+  }
+
+  observe(seconds: number): void {
+    let bucket = 0;
+    while (bucket < BUCKETS.length && seconds > (BUCKETS[bucket] as number)) bucket += 1;
+    this.counts[bucket]! += 1;
+    this.sum += seconds;
+    this.count += 1;
+  }
+}
+
 class Histogram implements Metric {
-  readonly #values = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+  readonly #series = new Map<string, HistogramSeries>();
   readonly name: string;
   readonly help: string;
 
@@ -73,23 +118,27 @@ class Histogram implements Metric {
     this.help = help;
   }
 
-  observe(labels: Labels, seconds: number): void {
+  series(labels: Labels): HistogramSeries {
     const id = key(labels);
-    let entry = this.#values.get(id);
-    if (!entry) {
-      entry = { labels, counts: BUCKETS.map(() => 0), sum: 0, count: 0 };
-      this.#values.set(id, entry);
+    let series = this.#series.get(id);
+    if (!series) {
+      series = new HistogramSeries(labels);
+      this.#series.set(id, series);
     }
-    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= (BUCKETS[i] as number)) entry.counts[i]! += 1;
-    entry.sum += seconds;
-    entry.count += 1;
+    return series;
+  }
+
+  observe(labels: Labels, seconds: number): void {
+    this.series(labels).observe(seconds);
   }
 
   render(): string {
     let out = `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} histogram\n`;
-    for (const { labels, counts, sum, count } of this.#values.values()) {
+    for (const { labels, counts, sum, count } of this.#series.values()) {
+      let cumulative = 0;
       BUCKETS.forEach((bound, i) => {
-        out += `${this.name}_bucket${labelText(labels, ["le", String(bound)])} ${counts[i]}\n`;
+        cumulative += counts[i] as number;
+        out += `${this.name}_bucket${labelText(labels, ["le", String(bound)])} ${cumulative}\n`;
       });
       out += `${this.name}_bucket${labelText(labels, ["le", "+Inf"])} ${count}\n`;
       out += `${this.name}_sum${labelText(labels)} ${sum}\n`;

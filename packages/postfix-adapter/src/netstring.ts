@@ -13,9 +13,9 @@ export class NetstringError extends Error {
   }
 }
 
-export function encodeNetstring(text: string): Buffer {
-  const payload = Buffer.from(text, "utf8");
-  return Buffer.concat([Buffer.from(`${payload.length}:`, "ascii"), payload, Buffer.from(",", "ascii")]);
+/** One netstring as a string, to be written as UTF-8 (one native write, no buffers to join). */
+export function encodeNetstring(text: string): string {
+  return `${Buffer.byteLength(text, "utf8")}:${text},`;
 }
 
 const COLON = 0x3a;

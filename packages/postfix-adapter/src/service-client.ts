@@ -1,6 +1,6 @@
 /**
  * The account service's `mta` endpoints over HTTP, through one keep-alive connection pool
- * (undici's Pool, its `request()` API).
+ * (http-client.ts).
  *
  * Every method either gives the service's answer or throws ServiceUnavailable: the service could
  * not be reached, did not answer within SERVICE_TIMEOUT, answered 5xx or 429, refused our token, or
@@ -9,43 +9,21 @@
  */
 import { isIP } from "node:net";
 import type { Logger } from "pino";
-import { type Dispatcher, Pool } from "undici";
-import type { Metrics } from "./metrics.ts";
+import { HttpError, HttpPool } from "./http-client.ts";
+import type { CounterSeries, HistogramSeries, Metrics } from "./metrics.ts";
 
 /** At most this many connections to the service; more requests wait for a free one. */
 const POOL_SIZE = 64;
 /** Larger answers are refused (an alias with thousands of destinations still fits). */
 const MAX_BODY_BYTES = 1024 * 1024;
 
-/** undici's codes for a request that ran out of SERVICE_TIMEOUT (connecting, waiting for the head, the body). */
-const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
-/**
- * The connection broke under a request before its answer: typically a kept-alive connection the
- * service (or a proxy) closed just as the request went out. Not a refused connection: that one
- * fails at once, and asking again would only double the wait.
- */
-const CONNECTION_LOST_CODES = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
-
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
-}
-
 /**
  * The pool to the service, as the adapter uses it (the benchmark's direct runs use it too, so both
- * sides of its ratio ask the service the same way). SERVICE_TIMEOUT bounds connecting, the wait for
- * the answer's head and each wait for its body; idle connections close after undici's keep-alive
- * time (4 s, or the server's Keep-Alive hint less 2 s), before the service's own limit (Node's: 5 s).
+ * sides of its ratio ask the service the same way). SERVICE_TIMEOUT bounds each request from the
+ * moment it is asked to the end of its answer.
  */
-export function createServicePool(base: URL, timeoutMs: number, connections = POOL_SIZE): Pool {
-  return new Pool(base.origin, {
-    connections,
-    pipelining: 1,
-    connectTimeout: timeoutMs,
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    maxResponseSize: MAX_BODY_BYTES,
-  });
+export function createServicePool(base: URL, timeoutMs: number, connections = POOL_SIZE): HttpPool {
+  return new HttpPool({ url: base, maxConnections: connections, timeoutMs, maxBodyBytes: MAX_BODY_BYTES });
 }
 
 export class ServiceUnavailable extends Error {
@@ -85,15 +63,23 @@ export function pathSegment(key: string): string {
   return encodeURIComponent(key);
 }
 
+/** One endpoint's metric series, found once (every lookup updates them). */
+interface EndpointSeries {
+  duration: HistogramSeries;
+  /** Requests per outcome: the HTTP status, "timeout" or "error". */
+  outcomes: Map<string, CounterSeries>;
+}
+
 export class ServiceClient {
   readonly #base: URL;
   readonly #basePath: string;
-  readonly #pool: Pool;
-  readonly #token: string;
-  /** The headers of every lookup (built once: they never change). */
-  readonly #lookupHeaders: Record<string, string>;
+  readonly #pool: HttpPool;
+  /** The header lines of every lookup, and of every sign-in (built once: they never change). */
+  readonly #lookupHeaders: string;
+  readonly #authHeaders: string;
   readonly #logger: Logger;
   readonly #metrics: Metrics;
+  readonly #series = new Map<string, EndpointSeries>();
   /** Set while the service fails: one log line when it goes away, one when it is back. */
   #down = false;
 
@@ -101,8 +87,8 @@ export class ServiceClient {
     this.#base = new URL(options.baseUrl);
     this.#basePath = this.#base.pathname.replace(/\/+$/, "");
     this.#pool = createServicePool(this.#base, options.timeoutMs);
-    this.#token = options.token;
-    this.#lookupHeaders = { authorization: `Bearer ${options.token}`, accept: "application/json" };
+    this.#lookupHeaders = `authorization: Bearer ${options.token}\r\naccept: application/json\r\n`;
+    this.#authHeaders = `${this.#lookupHeaders}content-type: application/json\r\n`;
     this.#logger = options.logger;
     this.#metrics = options.metrics;
   }
@@ -143,12 +129,8 @@ export class ServiceClient {
    * service can throttle per address; anything that is not an IP address is left out.
    */
   async authenticate(email: string, password: string, clientAddress?: string): Promise<AuthVerdict> {
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${this.#token}`,
-      accept: "application/json",
-      "content-type": "application/json",
-    };
-    if (clientAddress && isIP(clientAddress) !== 0) headers["x-client-address"] = clientAddress;
+    let headers = this.#authHeaders;
+    if (clientAddress && isIP(clientAddress) !== 0) headers += `x-client-address: ${clientAddress}\r\n`;
     const answer = await this.#request(
       "auth",
       "POST",
@@ -207,18 +189,32 @@ export class ServiceClient {
     return this.#request(endpoint, "GET", `/api/mta/${endpoint}/${pathSegment(key)}`, this.#lookupHeaders);
   }
 
-  /** One request, with its metrics; any failure becomes ServiceUnavailable. */
+  /**
+   * One request, with its metrics; any failure becomes ServiceUnavailable. A lookup (GET,
+   * read-only) whose connection broke before its answer goes out once more on another connection;
+   * a sign-in is never sent twice: the service may have checked (and counted) the password before
+   * the connection broke, so that failure stands (FAIL temp, Postfix's client tries again).
+   */
   async #request(
     endpoint: string,
     method: "GET" | "POST",
     path: string,
-    headers: Record<string, string>,
+    headers: string,
     body?: string,
   ): Promise<Answer> {
     const started = performance.now();
     let outcome = "error";
     try {
-      const answer = await this.#send(method, path, headers, body);
+      const http = await this.#pool.request(method, this.#basePath + path, headers, body, method === "GET");
+      let parsed: unknown = null;
+      if (http.body.length > 0) {
+        try {
+          parsed = JSON.parse(http.body.toString("utf8"));
+        } catch {
+          parsed = null;
+        }
+      }
+      const answer = { status: http.status, body: parsed };
       outcome = String(answer.status);
       this.#check(endpoint, answer);
       if (this.#down) {
@@ -227,7 +223,7 @@ export class ServiceClient {
       }
       return answer;
     } catch (error) {
-      if (TIMEOUT_CODES.has(errorCode(error) ?? "")) outcome = "timeout";
+      if (error instanceof HttpError && error.kind === "timeout") outcome = "timeout";
       const unavailable =
         error instanceof ServiceUnavailable
           ? error
@@ -235,8 +231,18 @@ export class ServiceClient {
       this.#failed(unavailable);
       throw unavailable;
     } finally {
-      this.#metrics.serviceRequests.inc({ endpoint, outcome });
-      this.#metrics.serviceDuration.observe({ endpoint }, (performance.now() - started) / 1000);
+      let series = this.#series.get(endpoint);
+      if (!series) {
+        series = { duration: this.#metrics.serviceDuration.series({ endpoint }), outcomes: new Map() };
+        this.#series.set(endpoint, series);
+      }
+      let requests = series.outcomes.get(outcome);
+      if (!requests) {
+        requests = this.#metrics.serviceRequests.series({ endpoint, outcome });
+        series.outcomes.set(outcome, requests);
+      }
+      requests.value += 1;
+      series.duration.observe((performance.now() - started) / 1000);
     }
   }
 
@@ -268,63 +274,5 @@ export class ServiceClient {
     } else {
       this.#logger.debug({ err: error.message }, "account service still unavailable");
     }
-  }
-
-  async #send(
-    method: "GET" | "POST",
-    path: string,
-    headers: Record<string, string>,
-    body: string | undefined,
-  ): Promise<Answer> {
-    const options = { method, path: this.#basePath + path, headers, body };
-    let answer: { status: number; text: string };
-    try {
-      answer = await this.#dispatch(options);
-    } catch (error) {
-      // A lookup is read-only, so asking once more on a fresh connection is safe whatever the
-      // service saw. A sign-in is not sent twice: the service may have checked (and counted) the
-      // password before the connection broke, so that failure stands (FAIL temp, Postfix's client
-      // tries again).
-      if (method !== "GET" || !CONNECTION_LOST_CODES.has(errorCode(error) ?? "")) throw error;
-      answer = await this.#dispatch(options);
-    }
-    const text = answer.text;
-    let parsed: unknown = null;
-    try {
-      parsed = text.length === 0 ? null : JSON.parse(text);
-    } catch {
-      parsed = null;
-    }
-    return { status: answer.status, body: parsed };
-  }
-
-  /**
-   * One request through undici's low-level `dispatch`: its parser, keep-alive, timeouts and body
-   * limit, without the body stream `request()` builds (bench/README.md: that stream cost the
-   * adapter about 40% more CPU per lookup). The answers are small JSON, collected whole.
-   */
-  #dispatch(options: Dispatcher.DispatchOptions): Promise<{ status: number; text: string }> {
-    return new Promise((resolve, reject) => {
-      let status = 0;
-      const chunks: Buffer[] = [];
-      const handler: Dispatcher.DispatchHandler = {
-        // undici tells the handler generations apart by this method: it must be there.
-        onRequestStart() {},
-        onResponseStart(_controller, statusCode) {
-          status = statusCode;
-        },
-        onResponseData(_controller, chunk) {
-          chunks.push(chunk);
-        },
-        onResponseEnd() {
-          const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-          resolve({ status, text: body.toString("utf8") });
-        },
-        onResponseError(_controller, error) {
-          reject(error);
-        },
-      };
-      this.#pool.dispatch(options, handler);
-    });
   }
 }

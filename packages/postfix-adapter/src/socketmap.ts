@@ -11,7 +11,7 @@
  */
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
-import type { Metrics } from "./metrics.ts";
+import type { CounterSeries, HistogramSeries, Metrics } from "./metrics.ts";
 import { encodeNetstring, NetstringDecoder, NetstringError } from "./netstring.ts";
 import { type ServiceClient, ServiceUnavailable } from "./service-client.ts";
 import { Listener } from "./tcp.ts";
@@ -53,8 +53,29 @@ export async function lookup(client: ServiceClient, map: MapName, key: string): 
   }
 }
 
+/** Each map's metric series, found once: every lookup updates two of them. */
+interface MapSeries {
+  duration: HistogramSeries;
+  ok: CounterSeries;
+  notfound: CounterSeries;
+  temp: CounterSeries;
+  perm: CounterSeries;
+}
+
+function mapSeries(metrics: Metrics, map: string): MapSeries {
+  const result = (name: string) => metrics.socketmapLookups.series({ map, result: name });
+  return {
+    duration: metrics.socketmapDuration.series({ map }),
+    ok: result("ok"),
+    notfound: result("notfound"),
+    temp: result("temp"),
+    perm: result("perm"),
+  };
+}
+
 export function createSocketmapListener(options: SocketmapOptions): Listener {
   const { client, logger, metrics } = options;
+  const seriesByMap = new Map<string, MapSeries>(MAPS.map((map) => [map, mapSeries(metrics, map)]));
 
   const answer = async (request: Buffer): Promise<string> => {
     const text = request.toString("utf8");
@@ -65,17 +86,22 @@ export function createSocketmapListener(options: SocketmapOptions): Listener {
     }
     const map = text.slice(0, space);
     const key = text.slice(space + 1);
-    if (!(MAPS as readonly string[]).includes(map)) {
+    const series = seriesByMap.get(map);
+    if (!series) {
       metrics.socketmapLookups.inc({ map: "unknown", result: "perm" });
       return `PERM unknown map (use ${MAPS.join(", ")})`;
     }
     const started = performance.now();
     let reply: string;
+    let result: CounterSeries;
     try {
       reply = await lookup(client, map as MapName, key);
-      if (Buffer.byteLength(reply) > MAX_REPLY_BYTES) {
+      result = reply.charCodeAt(0) === 0x4f /* O */ ? series.ok : series.notfound;
+      // UTF-8 takes at most 3 bytes per UTF-16 unit: short answers need no counting.
+      if (reply.length > MAX_REPLY_BYTES / 3 && Buffer.byteLength(reply) > MAX_REPLY_BYTES) {
         logger.error({ map, key, bytes: Buffer.byteLength(reply) }, "socketmap answer too long for Postfix");
         reply = "PERM answer longer than Postfix accepts";
+        result = series.perm;
       }
     } catch (error) {
       if (!(error instanceof ServiceUnavailable)) {
@@ -85,10 +111,10 @@ export function createSocketmapListener(options: SocketmapOptions): Listener {
         );
       }
       reply = "TEMP account service unavailable";
+      result = series.temp;
     }
-    const result = reply.slice(0, reply.indexOf(" ")).toLowerCase();
-    metrics.socketmapLookups.inc({ map, result });
-    metrics.socketmapDuration.observe({ map }, (performance.now() - started) / 1000);
+    result.value += 1;
+    series.duration.observe((performance.now() - started) / 1000);
     logger.debug({ map, key, reply }, "socketmap lookup");
     return reply;
   };

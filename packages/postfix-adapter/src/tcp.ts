@@ -19,16 +19,34 @@ export interface ListenerOptions {
   logger: Logger;
   /** Connections beyond this are closed at once (a runaway client cannot exhaust descriptors). */
   maxConnections: number;
-  /** An idle connection is closed after this long; null never (see sasl.ts). */
+  /**
+   * A connection without traffic for this long is closed (found by a sweep, so after up to half as
+   * long again); null never (see sasl.ts).
+   */
   idleTimeoutMs: number | null;
   open(socket: Socket): Session;
+}
+
+/** A connection as the idle sweep sees it. */
+interface Tracked {
+  session: Session;
+  /** The socket's bytes read and written at the last sweep. */
+  traffic: number;
+  /** Date.now() of the sweep that last saw traffic (or the connection's start). */
+  quietSince: number;
 }
 
 export class Listener {
   readonly server: Server;
   readonly name: ListenerOptions["name"];
-  readonly #sessions = new Map<Socket, Session>();
+  readonly #connections = new Map<Socket, Tracked>();
   readonly #options: ListenerOptions;
+  /**
+   * Idle connections are found by one timer looking at every socket's byte counts now and then,
+   * not by a timer per socket: Node re-arms a socket's own timeout on each read and write, a cost
+   * on every lookup.
+   */
+  #idleSweep: NodeJS.Timeout | null = null;
 
   constructor(options: ListenerOptions) {
     this.#options = options;
@@ -47,15 +65,32 @@ export class Listener {
       logger.debug({ listener: name, err: error.message }, "client connection error"),
     );
     socket.on("close", () => {
-      this.#sessions.delete(socket);
+      this.#connections.delete(socket);
       metrics.connections.inc({ listener: name }, -1);
     });
-    if (idleTimeoutMs !== null) {
-      socket.setTimeout(idleTimeoutMs, () => {
-        if (!this.#sessions.get(socket)?.busy) socket.destroy();
-      });
+    this.#connections.set(socket, {
+      session: this.#options.open(socket),
+      traffic: 0,
+      quietSince: Date.now(),
+    });
+    if (idleTimeoutMs !== null && this.#idleSweep === null) {
+      const every = Math.min(60_000, Math.max(50, Math.floor(idleTimeoutMs / 4)));
+      this.#idleSweep = setInterval(() => this.#closeIdle(idleTimeoutMs), every);
+      this.#idleSweep.unref();
     }
-    this.#sessions.set(socket, this.#options.open(socket));
+  }
+
+  #closeIdle(idleTimeoutMs: number): void {
+    const now = Date.now();
+    for (const [socket, tracked] of this.#connections) {
+      const traffic = socket.bytesRead + socket.bytesWritten;
+      if (traffic !== tracked.traffic || tracked.session.busy) {
+        tracked.traffic = traffic;
+        tracked.quietSince = now;
+      } else if (now - tracked.quietSince >= idleTimeoutMs) {
+        socket.destroy();
+      }
+    }
   }
 
   listen(address: ListenAddress): Promise<AddressInfo> {
@@ -71,11 +106,13 @@ export class Listener {
   /** Stops accepting, lets running requests finish (up to graceMs), then closes every connection. */
   async close(graceMs: number): Promise<void> {
     const closed = new Promise<void>((done) => this.server.close(() => done()));
+    if (this.#idleSweep !== null) clearInterval(this.#idleSweep);
+    this.#idleSweep = null;
     const deadline = Date.now() + graceMs;
-    while ([...this.#sessions.values()].some((session) => session.busy) && Date.now() < deadline) {
+    while ([...this.#connections.values()].some(({ session }) => session.busy) && Date.now() < deadline) {
       await new Promise((done) => setTimeout(done, 20));
     }
-    for (const socket of this.#sessions.keys()) socket.destroy();
+    for (const socket of this.#connections.keys()) socket.destroy();
     await closed;
   }
 }

@@ -58,8 +58,8 @@ describe("netstrings", () => {
   };
 
   test("encode: the length counts bytes, not characters", () => {
-    assert.equal(encodeNetstring("OK ü").toString(), "5:OK ü,");
-    assert.equal(encodeNetstring("").toString(), "0:,");
+    assert.equal(encodeNetstring("OK ü"), "5:OK ü,");
+    assert.equal(encodeNetstring(""), "0:,");
   });
 
   test("decode: several in one chunk, one split anywhere, the empty string", () => {
