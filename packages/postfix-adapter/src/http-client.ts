@@ -418,35 +418,39 @@ class Connection {
     this.#keepAlive = minor === 0x31;
     let length = -1;
     let chunked = false;
-    let lineEnd = head.indexOf("\r\n");
-    while (lineEnd >= 0) {
-      const start = lineEnd + 2;
-      lineEnd = head.indexOf("\r\n", start);
-      const line = lineEnd < 0 ? head.slice(start) : head.slice(start, lineEnd);
-      const colon = line.indexOf(":");
-      if (colon <= 0) throw new HttpError("protocol", "malformed header line");
-      // Only three headers matter; their names' lengths pick them out before any lower-casing.
-      if (colon !== 14 && colon !== 17 && colon !== 10) continue;
-      const name = line.slice(0, colon).toLowerCase();
-      const value = line.slice(colon + 1).trim();
-      if (name === "content-length") {
-        if (!/^\d{1,15}$/.test(value) || (length >= 0 && length !== Number(value))) {
-          throw new HttpError("protocol", "malformed Content-Length");
+    // Header lines are walked in place; only three matter, and their names' lengths pick them out
+    // before anything is sliced or lower-cased.
+    const firstLineEnd = head.indexOf("\r\n");
+    let start = firstLineEnd < 0 ? head.length : firstLineEnd + 2;
+    while (start < head.length) {
+      let end = head.indexOf("\r\n", start);
+      if (end < 0) end = head.length;
+      const colon = head.indexOf(":", start);
+      if (colon <= start || colon >= end) throw new HttpError("protocol", "malformed header line");
+      const nameLength = colon - start;
+      if (nameLength === 14 || nameLength === 17 || nameLength === 10) {
+        const name = head.slice(start, colon).toLowerCase();
+        const value = head.slice(colon + 1, end).trim();
+        if (name === "content-length") {
+          if (!/^\d{1,15}$/.test(value) || (length >= 0 && length !== Number(value))) {
+            throw new HttpError("protocol", "malformed Content-Length");
+          }
+          length = Number(value);
+        } else if (name === "transfer-encoding") {
+          if (value.toLowerCase() !== "chunked") {
+            throw new HttpError("protocol", `unsupported Transfer-Encoding ${value}`);
+          }
+          chunked = true;
+        } else if (name === "connection") {
+          const options = value
+            .toLowerCase()
+            .split(",")
+            .map((option) => option.trim());
+          if (options.includes("close")) this.#keepAlive = false;
+          else if (options.includes("keep-alive")) this.#keepAlive = true;
         }
-        length = Number(value);
-      } else if (name === "transfer-encoding") {
-        if (value.toLowerCase() !== "chunked") {
-          throw new HttpError("protocol", `unsupported Transfer-Encoding ${value}`);
-        }
-        chunked = true;
-      } else if (name === "connection") {
-        const options = value
-          .toLowerCase()
-          .split(",")
-          .map((option) => option.trim());
-        if (options.includes("close")) this.#keepAlive = false;
-        else if (options.includes("keep-alive")) this.#keepAlive = true;
       }
+      start = end + 2;
     }
     if (chunked && length >= 0) throw new HttpError("protocol", "both Content-Length and chunked");
     if (code === 204 || code === 304) {

@@ -70,6 +70,10 @@ interface EndpointSeries {
   outcomes: Map<string, CounterSeries>;
 }
 
+function unexpected(endpoint: string, answer: Answer): ServiceUnavailable {
+  return new ServiceUnavailable(`unexpected answer from ${endpoint}: HTTP ${answer.status}`);
+}
+
 export class ServiceClient {
   readonly #base: URL;
   readonly #basePath: string;
@@ -94,25 +98,64 @@ export class ServiceClient {
   }
 
   /** true/false as the service says; null when the key cannot be a domain name (400). */
-  async domain(domain: string): Promise<boolean | null> {
-    return this.#boolean(await this.#get("domain", domain));
+  domain(domain: string): Promise<boolean | null> {
+    return this.#get("domain", domain, this.#boolean);
   }
 
-  async mailbox(email: string): Promise<boolean | null> {
-    return this.#boolean(await this.#get("mailbox", email));
+  mailbox(email: string): Promise<boolean | null> {
+    return this.#get("mailbox", email, this.#boolean);
   }
 
-  async alias(email: string): Promise<string[] | null> {
-    return this.#list(await this.#get("alias", email));
+  alias(email: string): Promise<string[] | null> {
+    return this.#get("alias", email, this.#list);
   }
 
-  async senders(email: string): Promise<string[] | null> {
-    return this.#list(await this.#get("senders", email));
+  senders(email: string): Promise<string[] | null> {
+    return this.#get("senders", email, this.#list);
   }
 
   /** The sender's limits (0 = unlimited); null when the service knows no such sender (404, 400). */
-  async smtpQuota(email: string): Promise<SmtpQuota | null> {
-    const answer = await this.#get("smtp_quota", email);
+  smtpQuota(email: string): Promise<SmtpQuota | null> {
+    return this.#get("smtp_quota", email, this.#quota);
+  }
+
+  /**
+   * POST /api/mta/auth. `clientAddress` (the SMTP client's IP) goes along as X-Client-Address so the
+   * service can throttle per address; anything that is not an IP address is left out.
+   */
+  authenticate(email: string, password: string, clientAddress?: string): Promise<AuthVerdict> {
+    let headers = this.#authHeaders;
+    if (clientAddress && isIP(clientAddress) !== 0) headers += `x-client-address: ${clientAddress}\r\n`;
+    const body = JSON.stringify({ email, password });
+    return this.#request("auth", "POST", "/api/mta/auth", headers, body, this.#verdict);
+  }
+
+  /** Closes the pool: requests under way are answered first, new ones fail. */
+  close(): Promise<void> {
+    return this.#pool.close();
+  }
+
+  // What each endpoint's answer means; anything else throws ServiceUnavailable.
+
+  readonly #boolean = (answer: Answer): boolean | null => {
+    if (answer.status === 400) return null;
+    if (answer.status === 200 && typeof answer.body === "boolean") return answer.body;
+    throw unexpected("lookup", answer);
+  };
+
+  readonly #list = (answer: Answer): string[] | null => {
+    if (answer.status === 400) return null;
+    if (
+      answer.status === 200 &&
+      Array.isArray(answer.body) &&
+      answer.body.every((e) => typeof e === "string")
+    ) {
+      return answer.body as string[];
+    }
+    throw unexpected("lookup", answer);
+  };
+
+  readonly #quota = (answer: Answer): SmtpQuota | null => {
     if (answer.status === 404 || answer.status === 400) return null;
     const body = answer.body as { per_hour?: unknown; per_day?: unknown } | null;
     if (answer.status === 200 && body && typeof body === "object") {
@@ -121,23 +164,10 @@ export class ServiceClient {
         return { perHour: Math.max(0, perHour as number), perDay: Math.max(0, perDay as number) };
       }
     }
-    throw this.#unexpected("smtp_quota", answer);
-  }
+    throw unexpected("smtp_quota", answer);
+  };
 
-  /**
-   * POST /api/mta/auth. `clientAddress` (the SMTP client's IP) goes along as X-Client-Address so the
-   * service can throttle per address; anything that is not an IP address is left out.
-   */
-  async authenticate(email: string, password: string, clientAddress?: string): Promise<AuthVerdict> {
-    let headers = this.#authHeaders;
-    if (clientAddress && isIP(clientAddress) !== 0) headers += `x-client-address: ${clientAddress}\r\n`;
-    const answer = await this.#request(
-      "auth",
-      "POST",
-      "/api/mta/auth",
-      headers,
-      JSON.stringify({ email, password }),
-    );
+  readonly #verdict = (answer: Answer): AuthVerdict => {
     const message = (answer.body as { message?: unknown } | null)?.message;
     switch (answer.status) {
       case 200:
@@ -153,40 +183,12 @@ export class ServiceClient {
         // An address or password the service refuses as input: it cannot be a valid sign-in.
         return "failed";
     }
-    throw this.#unexpected("auth", answer);
-  }
+    throw unexpected("auth", answer);
+  };
 
-  /** Closes the pool: requests under way are answered first, new ones fail. */
-  close(): Promise<void> {
-    return this.#pool.close();
-  }
-
-  #boolean(answer: Answer): boolean | null {
-    if (answer.status === 400) return null;
-    if (answer.status === 200 && typeof answer.body === "boolean") return answer.body;
-    throw this.#unexpected("lookup", answer);
-  }
-
-  #list(answer: Answer): string[] | null {
-    if (answer.status === 400) return null;
-    if (
-      answer.status === 200 &&
-      Array.isArray(answer.body) &&
-      answer.body.every((e) => typeof e === "string")
-    ) {
-      return answer.body as string[];
-    }
-    throw this.#unexpected("lookup", answer);
-  }
-
-  #unexpected(endpoint: string, answer: Answer): ServiceUnavailable {
-    const error = new ServiceUnavailable(`unexpected answer from ${endpoint}: HTTP ${answer.status}`);
-    this.#failed(error);
-    return error;
-  }
-
-  #get(endpoint: string, key: string): Promise<Answer> {
-    return this.#request(endpoint, "GET", `/api/mta/${endpoint}/${pathSegment(key)}`, this.#lookupHeaders);
+  #get<T>(endpoint: string, key: string, interpret: (answer: Answer) => T): Promise<T> {
+    const path = `/api/mta/${endpoint}/${pathSegment(key)}`;
+    return this.#request(endpoint, "GET", path, this.#lookupHeaders, undefined, interpret);
   }
 
   /**
@@ -195,13 +197,14 @@ export class ServiceClient {
    * a sign-in is never sent twice: the service may have checked (and counted) the password before
    * the connection broke, so that failure stands (FAIL temp, Postfix's client tries again).
    */
-  async #request(
+  async #request<T>(
     endpoint: string,
     method: "GET" | "POST",
     path: string,
     headers: string,
-    body?: string,
-  ): Promise<Answer> {
+    body: string | undefined,
+    interpret: (answer: Answer) => T,
+  ): Promise<T> {
     const started = performance.now();
     let outcome = "error";
     try {
@@ -217,11 +220,12 @@ export class ServiceClient {
       const answer = { status: http.status, body: parsed };
       outcome = String(answer.status);
       this.#check(endpoint, answer);
+      const result = interpret(answer);
       if (this.#down) {
         this.#down = false;
         this.#logger.info("account service reachable again");
       }
-      return answer;
+      return result;
     } catch (error) {
       if (error instanceof HttpError && error.kind === "timeout") outcome = "timeout";
       const unavailable =

@@ -35,23 +35,21 @@ export interface SocketmapOptions {
 }
 
 /** The answer to one request (without the netstring framing). */
-export async function lookup(client: ServiceClient, map: MapName, key: string): Promise<string> {
+function lookup(client: ServiceClient, map: MapName, key: string): Promise<string> {
   switch (map) {
-    case "domain": {
-      const managed = await client.domain(key);
-      return managed ? "OK 1" : "NOTFOUND ";
-    }
-    case "mailbox": {
-      const exists = await client.mailbox(key);
-      return exists ? "OK 1" : "NOTFOUND ";
-    }
+    case "domain":
+      return client.domain(key).then(found);
+    case "mailbox":
+      return client.mailbox(key).then(found);
     case "alias":
-    case "senders": {
-      const list = map === "alias" ? await client.alias(key) : await client.senders(key);
-      return list && list.length > 0 ? `OK ${list.join(",")}` : "NOTFOUND ";
-    }
+      return client.alias(key).then(joined);
+    case "senders":
+      return client.senders(key).then(joined);
   }
 }
+
+const found = (exists: boolean | null) => (exists ? "OK 1" : "NOTFOUND ");
+const joined = (list: string[] | null) => (list && list.length > 0 ? `OK ${list.join(",")}` : "NOTFOUND ");
 
 /** Each map's metric series, found once: every lookup updates two of them. */
 interface MapSeries {
@@ -76,6 +74,8 @@ function mapSeries(metrics: Metrics, map: string): MapSeries {
 export function createSocketmapListener(options: SocketmapOptions): Listener {
   const { client, logger, metrics } = options;
   const seriesByMap = new Map<string, MapSeries>(MAPS.map((map) => [map, mapSeries(metrics, map)]));
+  // Asked once: even a disabled pino level costs a call and its argument on every lookup.
+  const debug = logger.isLevelEnabled("debug");
 
   const answer = async (request: Buffer): Promise<string> => {
     const text = request.toString("utf8");
@@ -115,7 +115,7 @@ export function createSocketmapListener(options: SocketmapOptions): Listener {
     }
     result.value += 1;
     series.duration.observe((performance.now() - started) / 1000);
-    logger.debug({ map, key, reply }, "socketmap lookup");
+    if (debug) logger.debug({ map, key, reply }, "socketmap lookup");
     return reply;
   };
 
