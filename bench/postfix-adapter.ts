@@ -12,9 +12,11 @@
  * (bin/postfix-adapter) and the load, which this process makes itself: netstrings over TCP for the
  * socketmap, and for the direct runs the adapter's own keep-alive HTTP client (http-client.ts with
  * the adapter's settings, createServicePool() in service-client.ts), so both sides of the ratio ask
- * the service the same way and the ratio shows what the extra hop
- * through the adapter costs. Direct and adapter runs alternate, each pair side by side,
- * and the ratio is taken per pair: a shared host's speed drifts over minutes.
+ * the service the same way and the ratio shows what the extra hop through the adapter costs.
+ * Beside them, the same lookups through socketmap-floor.ts, a proxy with nothing but the two
+ * sockets: the part of the hop's cost that is the extra process, not the adapter's code. Direct,
+ * adapter and floor runs alternate, side by side, and the ratios are taken per round: a shared
+ * host's speed drifts over minutes.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -152,6 +154,24 @@ async function startAdapter(
     pid: child.pid ?? 0,
     socketmap: port(listening["socketmap"]),
     policy: port(listening["policy"]),
+    stop: stopper(child),
+  };
+}
+
+/** The floor proxy (socketmap-floor.ts): what the extra process costs with nothing in it. */
+async function startFloor(env: Record<string, string>): Promise<Child & { socketmap: number }> {
+  const child = spawn(node, [join(repoRoot, "bench/socketmap-floor.ts")], {
+    env: { PATH: process.env.PATH ?? "", SOCKETMAP_LISTEN_ADDR: "127.0.0.1:0", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const listening = await new Promise<string>((resolve, reject) => {
+    child.stdout.once("data", (chunk: Buffer) => resolve(JSON.parse(chunk.toString()).listening));
+    child.on("exit", (code) => reject(new Error(`floor proxy exited with ${code}`)));
+  });
+  return {
+    child,
+    pid: child.pid ?? 0,
+    socketmap: Number(listening.slice(listening.lastIndexOf(":") + 1)),
     stop: stopper(child),
   };
 }
@@ -411,7 +431,14 @@ const results = {
     dataset: size,
     lookupMix: "domain, mailbox, alias, senders in equal shares (keyList mixes)",
   },
-  socketmap: [] as { round: number; direct: Result; adapter: Result; ratio: number }[],
+  socketmap: [] as {
+    round: number;
+    direct: Result;
+    adapter: Result;
+    ratio: number;
+    floor: Result;
+    floorRatio: number;
+  }[],
   policy: {} as Record<string, Result>,
   targets: [] as { name: string; target: string; value: number; met: boolean }[],
   totalSeconds: 0,
@@ -437,10 +464,12 @@ try {
   service = await startService(`sqlite:${databaseFile}`);
   const adapter = await startAdapter({ SERVICE_URL: service.url, SERVICE_TOKEN: dataset.tokens.mta });
   adapters.push(adapter);
+  const floor = await startFloor({ SERVICE_URL: service.url, SERVICE_TOKEN: dataset.tokens.mta });
+  adapters.push(floor);
 
   const direct = directClient(service.url, dataset.tokens.mta, lookups);
-  const viaAdapter = async () => {
-    const connection = await NetstringConnection.open(adapter.socketmap);
+  const socketmapClient = (port: number) => async () => {
+    const connection = await NetstringConnection.open(port);
     return (n: number) => {
       const lookup = lookups[n % lookups.length] as Lookup;
       return connection
@@ -448,6 +477,8 @@ try {
         .then((answer) => answer.slice(0, answer.indexOf(" ")));
     };
   };
+  const viaAdapter = socketmapClient(adapter.socketmap);
+  const viaFloor = socketmapClient(floor.socketmap);
   const measure = async (
     name: string,
     pid: number,
@@ -467,6 +498,7 @@ try {
   log("warm-up");
   await closedLoop(16, settings.warmupSeconds, direct(16));
   await closedLoop(16, settings.warmupSeconds, viaAdapter);
+  await closedLoop(16, settings.warmupSeconds, viaFloor);
   log(
     "socketmap through the adapter vs the same lookups straight to the service (the same HTTP client for the direct runs as inside the adapter)",
   );
@@ -480,13 +512,18 @@ try {
         direct(connections),
       );
       const through = await measure("adapter", adapter.pid, connections, settings.seconds, viaAdapter);
+      const bare = await measure("floor", floor.pid, connections, settings.seconds, viaFloor);
       results.socketmap.push({
         round,
         direct: straight,
         adapter: through,
         ratio: through.rps / straight.rps,
+        floor: bare,
+        floorRatio: bare.rps / straight.rps,
       });
-      log(`  ratio ${(through.rps / straight.rps).toFixed(2)}`);
+      log(
+        `  ratio ${(through.rps / straight.rps).toFixed(2)} (floor ${(bare.rps / straight.rps).toFixed(2)})`,
+      );
     }
   }
 
@@ -543,6 +580,9 @@ const median = (values: number[]) =>
 for (const connections of settings.connections) {
   const rows = results.socketmap.filter((row) => row.direct.connections === connections);
   const ratio = median(rows.map((row) => row.ratio));
+  log(
+    `c=${connections}: floor proxy / straight to the service, median ${median(rows.map((row) => row.floorRatio)).toFixed(2)}`,
+  );
   results.targets.push({
     name: `socketmap lookups through the adapter / straight to the service (c=${connections}, median of ${rows.length})`,
     target: ">= 0.7",
@@ -577,11 +617,11 @@ const fmt = (n: number, digits = 0) => n.toFixed(digits);
 const lines = [
   `machine: ${results.machine.cpus} CPUs (${results.machine.cpuModel}), Node ${results.machine.node}; load, adapter and service on the same CPUs`,
   "",
-  "| round | conns | direct lookups/s | adapter lookups/s | ratio | direct p99 ms | adapter p50 ms | adapter p99 ms | adapter CPU µs/lookup |",
-  "|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+  "| round | conns | direct lookups/s | adapter lookups/s | ratio | floor ratio | direct p99 ms | adapter p50 ms | adapter p99 ms | adapter CPU µs/lookup | floor CPU µs/lookup |",
+  "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
   ...results.socketmap.map(
     (row) =>
-      `| ${row.round} | ${row.direct.connections} | ${fmt(row.direct.rps)} | ${fmt(row.adapter.rps)} | ${fmt(row.ratio, 2)} | ${fmt(row.direct.p99Ms, 2)} | ${fmt(row.adapter.p50Ms, 2)} | ${fmt(row.adapter.p99Ms, 2)} | ${fmt(row.adapter.cpuUsPerRequest ?? 0)} |`,
+      `| ${row.round} | ${row.direct.connections} | ${fmt(row.direct.rps)} | ${fmt(row.adapter.rps)} | ${fmt(row.ratio, 2)} | ${fmt(row.floorRatio, 2)} | ${fmt(row.direct.p99Ms, 2)} | ${fmt(row.adapter.p50Ms, 2)} | ${fmt(row.adapter.p99Ms, 2)} | ${fmt(row.adapter.cpuUsPerRequest ?? 0)} | ${fmt(row.floor.cpuUsPerRequest ?? 0)} |`,
   ),
   "",
   ...Object.entries(results.policy).map(
