@@ -44,6 +44,41 @@ export async function waitFor<T>(
 // ------------------------------------------------------------------------------------------------
 // The service, with the accounts every test file uses
 
+/**
+ * A raw HTTP server on a free port: `onRequest` gets each request's head and body (read by its
+ * Content-Length) and the socket, and writes whatever bytes it likes, as the service, a proxy in
+ * front of it or a broken server could. Close it with `server.close()`.
+ */
+export async function scriptedHttpServer(
+  onRequest: (head: string, body: string, socket: Socket, count: number) => void,
+): Promise<{ server: Server; url: URL; sockets: Set<Socket>; requests: () => number }> {
+  let count = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    let buffer = "";
+    socket.setEncoding("latin1");
+    socket.on("error", () => {});
+    socket.on("data", (chunk: string) => {
+      buffer += chunk;
+      for (;;) {
+        const end = buffer.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const head = buffer.slice(0, end);
+        const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (buffer.length < end + 4 + length) return;
+        const body = buffer.slice(end + 4, end + 4 + length);
+        buffer = buffer.slice(end + 4 + length);
+        count += 1;
+        onRequest(head, body, socket, count);
+      }
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", () => done()));
+  const port = (server.address() as { port: number }).port;
+  return { server, url: new URL(`http://127.0.0.1:${port}`), sockets, requests: () => count };
+}
+
 export interface Service {
   service: TestService;
   token: string;

@@ -6,9 +6,10 @@
  * use of it (retries, TLS, the 1 MiB limit) is in service-client.test.ts.
  */
 import assert from "node:assert/strict";
-import { createServer, type Server, type Socket } from "node:net";
+import type { Server, Socket } from "node:net";
 import { after, describe, test } from "node:test";
 import { HttpError, HttpPool } from "../src/http-client.ts";
+import { scriptedHttpServer } from "./helpers.ts";
 
 const servers: Server[] = [];
 const pools: HttpPool[] = [];
@@ -17,33 +18,10 @@ after(async () => {
   for (const server of servers) server.close();
 });
 
-/** A server answering each request (head and body read by Content-Length) with `reply`'s bytes. */
 async function rawServer(reply: (head: string, socket: Socket, count: number) => void) {
-  let count = 0;
-  const sockets = new Set<Socket>();
-  const server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on("error", () => {});
-    let buffer = "";
-    socket.setEncoding("latin1");
-    socket.on("data", (chunk: string) => {
-      buffer += chunk;
-      for (;;) {
-        const end = buffer.indexOf("\r\n\r\n");
-        if (end < 0) return;
-        const head = buffer.slice(0, end);
-        const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
-        if (buffer.length < end + 4 + length) return;
-        buffer = buffer.slice(end + 4 + length);
-        count += 1;
-        reply(head, socket, count);
-      }
-    });
-  });
-  servers.push(server);
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", () => done()));
-  const port = (server.address() as { port: number }).port;
-  return { url: new URL(`http://127.0.0.1:${port}`), sockets, requests: () => count };
+  const scripted = await scriptedHttpServer((head, _, socket, count) => reply(head, socket, count));
+  servers.push(scripted.server);
+  return scripted;
 }
 
 function pool(url: URL, options: { maxConnections?: number; timeoutMs?: number } = {}): HttpPool {

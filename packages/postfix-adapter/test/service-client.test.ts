@@ -19,6 +19,7 @@ import { getCACertificates, setDefaultCACertificates } from "node:tls";
 import { createLogger } from "../src/logger.ts";
 import { Metrics } from "../src/metrics.ts";
 import { ServiceClient, ServiceUnavailable } from "../src/service-client.ts";
+import { scriptedHttpServer } from "./helpers.ts";
 
 type Closable = { close(): unknown; closeAllConnections?: () => void };
 const servers: Closable[] = [];
@@ -63,36 +64,11 @@ async function httpServer(handle: (request: IncomingMessage, response: ServerRes
   return { url: `http://127.0.0.1:${portOf(server)}`, sockets };
 }
 
-/**
- * A raw TCP server: `onRequest` gets each request's head (and its body) and the socket, and writes
- * whatever it likes, as a proxy or a broken server could.
- */
+/** A raw server writing whatever each test needs (helpers.ts), closed after the tests. */
 async function rawServer(onRequest: (head: string, body: string, socket: Socket, count: number) => void) {
-  let count = 0;
-  const sockets = new Set<Socket>();
-  const server = createServer((socket) => {
-    sockets.add(socket);
-    let buffer = "";
-    socket.setEncoding("latin1");
-    socket.on("error", () => {});
-    socket.on("data", (chunk: string) => {
-      buffer += chunk;
-      for (;;) {
-        const end = buffer.indexOf("\r\n\r\n");
-        if (end < 0) return;
-        const head = buffer.slice(0, end);
-        const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
-        if (buffer.length < end + 4 + length) return;
-        const body = buffer.slice(end + 4, end + 4 + length);
-        buffer = buffer.slice(end + 4 + length);
-        count += 1;
-        onRequest(head, body, socket, count);
-      }
-    });
-  });
-  servers.push(server);
-  await listen(server);
-  return { url: `http://127.0.0.1:${portOf(server)}`, sockets, requests: () => count };
+  const scripted = await scriptedHttpServer(onRequest);
+  servers.push(scripted.server);
+  return { ...scripted, url: scripted.url.origin };
 }
 
 const json = (body: unknown) => {
