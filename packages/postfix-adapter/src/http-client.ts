@@ -11,9 +11,11 @@
  *   request just sent; at most `maxConnections`, the rest wait in order;
  * - answers framed by Content-Length, chunked encoding, or the end of the connection; interim 1xx
  *   answers skipped; anything else (a malformed status line or header, both Content-Length and
- *   chunked, an upgrade, a head over 16 KiB, a body over `maxBodyBytes`, bytes nobody asked for)
- *   fails that request and closes its connection, so a misread answer can never be taken for
- *   another key's;
+ *   chunked, an upgrade, a head over 16 KiB, a body over `maxBodyBytes`) fails that request and
+ *   closes its connection; bytes after a complete answer, or on an idle connection, close it too.
+ *   So a misread answer is not taken for another key's, as long as the server sends no answer
+ *   nobody asked for (over HTTP/1.1, no client can tell one that arrives just as the next request
+ *   goes out);
  * - `timeoutMs` bounds each request from the moment it is asked: waiting for a connection,
  *   connecting, and the whole answer. One timer sweeps every connection instead of a timer per
  *   request;
@@ -82,6 +84,7 @@ export class HttpPool {
   #queue: Pending[] = [];
   #sweeper: NodeJS.Timeout | null = null;
   #closing = false;
+  #closed: Promise<void> | null = null;
   #drained: (() => void) | null = null;
 
   constructor(options: HttpPoolOptions) {
@@ -126,22 +129,25 @@ export class HttpPool {
 
   /** New requests fail at once; those under way and waiting are answered; then every connection closes. */
   close(): Promise<void> {
+    if (this.#closed) return this.#closed;
     this.#closing = true;
     for (const connection of this.#idle.splice(0)) connection.destroy();
     if (this.#connections.size === 0 && this.#queue.length === 0) {
       this.#stopSweeper();
-      return Promise.resolve();
+      this.#closed = Promise.resolve();
+    } else {
+      this.#closed = new Promise((done) => {
+        this.#drained = done;
+      });
     }
-    return new Promise((done) => {
-      this.#drained = done;
-    });
+    return this.#closed;
   }
 
   // --- what the connections report -----------------------------------------------------------
 
   /** A connection is free again. */
   released(connection: Connection): void {
-    const next = this.#queue.shift();
+    const next = this.#nextInTime();
     if (next) {
       connection.send(next);
       return;
@@ -172,12 +178,24 @@ export class HttpPool {
 
   #dispatch(): void {
     while (this.#queue.length > 0) {
-      let connection = this.#idle.pop();
-      if (!connection) {
-        if (this.#connections.size >= this.#options.maxConnections) return;
-        connection = this.#connect();
-      }
-      connection.send(this.#queue.shift() as Pending);
+      if (this.#idle.length === 0 && this.#connections.size >= this.#options.maxConnections) return;
+      const next = this.#nextInTime();
+      if (!next) return;
+      (this.#idle.pop() ?? this.#connect()).send(next);
+    }
+  }
+
+  /**
+   * The first waiting request that still has time; those whose time ran out since the last sweep
+   * fail here rather than go out late (a sign-in the caller was told had timed out must not reach
+   * the service after all).
+   */
+  #nextInTime(): Pending | undefined {
+    const now = performance.now();
+    for (;;) {
+      const next = this.#queue.shift();
+      if (!next || next.deadline > now) return next;
+      next.reject(timedOut(this.#options.timeoutMs));
     }
   }
 
@@ -406,8 +424,9 @@ class Connection {
       throw new HttpError("protocol", "malformed status line");
     }
     const code = digit(head, 9) * 100 + digit(head, 10) * 10 + digit(head, 11);
+    // A space and a reason phrase follow the code; some servers send neither.
     const after = head.length > 12 ? head.charCodeAt(12) : 0x20;
-    if (Number.isNaN(code) || code < 100 || after !== 0x20) {
+    if (Number.isNaN(code) || code < 100 || (after !== 0x20 && after !== 0x0d)) {
       throw new HttpError("protocol", "malformed status line");
     }
     if (code < 200) {

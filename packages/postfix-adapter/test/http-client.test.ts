@@ -78,6 +78,15 @@ describe("the adapter's HTTP client", () => {
     assert.equal(server.sockets.size, 1, "one kept-alive connection for all four");
   });
 
+  test("a status line without a reason phrase is read", async () => {
+    const server = await rawServer((_, socket) =>
+      socket.write("HTTP/1.1 200\r\nContent-Length: 4\r\n\r\ntrue"),
+    );
+    const answer = await get(pool(server.url));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.toString(), "true");
+  });
+
   test("an answer split into single bytes is put together", async () => {
     const server = await rawServer((_, socket) => {
       const bytes = Buffer.from("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ntrue");
@@ -106,6 +115,7 @@ describe("the adapter's HTTP client", () => {
   for (const [name, bytes] of [
     ["a status line that is not HTTP/1.x", "HTTP/2 200 OK\r\n\r\n"],
     ["a status code that is not three digits", "HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n"],
+    ["a status code followed by something else", "HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n"],
     ["a header line without a colon", "HTTP/1.1 200 OK\r\nContent-Length 4\r\n\r\ntrue"],
     ["a Content-Length that is not a number", "HTTP/1.1 200 OK\r\nContent-Length: 4x\r\n\r\ntrue"],
     [
@@ -177,6 +187,7 @@ describe("the adapter's HTTP client", () => {
     const client = new HttpPool({ url: server.url, maxConnections: 2, timeoutMs: 2000, maxBodyBytes: 1024 });
     const underWay = [get(client), get(client), get(client)];
     const closed = client.close();
+    assert.equal(client.close(), closed, "closing again waits for the same end");
     await assert.rejects(
       get(client),
       (error: unknown) => error instanceof HttpError && error.kind === "closed",
