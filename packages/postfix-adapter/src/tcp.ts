@@ -20,8 +20,8 @@ export interface ListenerOptions {
   /** Connections beyond this are closed at once (a runaway client cannot exhaust descriptors). */
   maxConnections: number;
   /**
-   * A connection without traffic for this long is closed (found by a sweep, so after up to half as
-   * long again); null never (see sasl.ts).
+   * A connection without traffic for this long is closed (found by a sweep every quarter of it, at
+   * most every minute, so up to that much later); null never (see sasl.ts).
    */
   idleTimeoutMs: number | null;
   open(socket: Socket): Session;
