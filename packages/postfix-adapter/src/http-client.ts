@@ -191,6 +191,7 @@ export class HttpPool {
    * the service after all).
    */
   #nextInTime(): Pending | undefined {
+    if (this.#queue.length === 0) return undefined;
     const now = performance.now();
     for (;;) {
       const next = this.#queue.shift();
