@@ -8,7 +8,7 @@ import { parseStoredRoles } from "../accounts/roles.ts";
 import { parseStringList } from "../accounts/users.ts";
 import { type Database, flag, toFlag } from "../db/schema.ts";
 import { forbidden, invalid, notFound } from "../errors.ts";
-import { type KeysetPage, keysetPage, type ListCursor, readsBackwards } from "./keyset.ts";
+import { inCursorOrder, type KeysetPage, keysetPage, type ListCursor } from "./keyset.ts";
 
 export interface AliasListFilter {
   /** Part of the source, a destination or the owner's address. */
@@ -80,8 +80,8 @@ export class AdminAliases {
         );
       }
     }
-    let rowsQuery = query
-      .select([
+    const rowsQuery = inCursorOrder(
+      query.select([
         "aliases.id",
         "aliases.source",
         "aliases.destinations",
@@ -91,14 +91,11 @@ export class AdminAliases {
         "aliases.created_at",
         "domains.name as domain",
         "owners.email as owner",
-      ])
-      .limit(limit + 1);
-    if (readsBackwards(cursor))
-      rowsQuery = rowsQuery.where("aliases.id", ">", cursor.before as number).orderBy("aliases.id", "asc");
-    else {
-      if (cursor.after !== undefined) rowsQuery = rowsQuery.where("aliases.id", "<", cursor.after);
-      rowsQuery = rowsQuery.orderBy("aliases.id", "desc");
-    }
+      ]),
+      "aliases.id",
+      cursor,
+      limit,
+    );
     const [rows, count] = await Promise.all([
       rowsQuery.execute(),
       query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),

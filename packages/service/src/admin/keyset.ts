@@ -4,6 +4,8 @@
  * first does (an index range, not a walk over every row before it).
  */
 
+import { type SelectQueryBuilder, sql } from "kysely";
+
 /** A place in a list: the page after (older than) or before (newer than) an id; neither: the first page. */
 export interface ListCursor {
   after?: number;
@@ -23,6 +25,23 @@ export interface KeysetPage<T> {
 /** Whether the page is read upwards (a `before` cursor): ascending, then reversed. */
 export const readsBackwards = (cursor: ListCursor): boolean =>
   cursor.before !== undefined && cursor.after === undefined;
+
+/**
+ * The query limited to the cursor's range of `idColumn` and read in its direction, `limit + 1`
+ * rows (the extra one only says "there is more"): the same for every admin list.
+ */
+export function inCursorOrder<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  idColumn: string,
+  cursor: ListCursor,
+  limit: number,
+): SelectQueryBuilder<DB, TB, O> {
+  const id = sql.ref<number>(idColumn);
+  const limited = query.limit(limit + 1);
+  if (readsBackwards(cursor)) return limited.where(id, ">", cursor.before as number).orderBy(id, "asc");
+  const below = cursor.after !== undefined ? limited.where(id, "<", cursor.after) : limited;
+  return below.orderBy(id, "desc");
+}
 
 /**
  * The page from `limit + 1` rows read in the cursor's direction (the extra row only says "there

@@ -6,7 +6,7 @@ import { containsText } from "../accounts/paging.ts";
 import type { Database } from "../db/schema.ts";
 import { invalid, notFound } from "../errors.ts";
 import type { OpenPgpKeyInfo, OpenPgpKeyService } from "../openpgp/keys.ts";
-import { type KeysetPage, keysetPage, type ListCursor, readsBackwards } from "./keyset.ts";
+import { inCursorOrder, type KeysetPage, keysetPage, type ListCursor } from "./keyset.ts";
 
 export interface OpenPgpKeyListItem extends OpenPgpKeyInfo {
   id: number;
@@ -42,8 +42,8 @@ export class AdminOpenPgpKeys {
     if (scope !== null) query = query.where("openpgp_keys.domain_id", "=", scope);
     if (filter.domainId !== undefined) query = query.where("openpgp_keys.domain_id", "=", filter.domainId);
     if (filter.search !== "") query = query.where(containsText("openpgp_keys.email", filter.search));
-    let rowsQuery = query
-      .select([
+    const rowsQuery = inCursorOrder(
+      query.select([
         "openpgp_keys.id",
         "openpgp_keys.email",
         "openpgp_keys.key_id",
@@ -52,16 +52,11 @@ export class AdminOpenPgpKeys {
         "openpgp_keys.wkd_hash",
         "openpgp_keys.updated_at",
         "domains.name as domain",
-      ])
-      .limit(limit + 1);
-    if (readsBackwards(cursor))
-      rowsQuery = rowsQuery
-        .where("openpgp_keys.id", ">", cursor.before as number)
-        .orderBy("openpgp_keys.id", "asc");
-    else {
-      if (cursor.after !== undefined) rowsQuery = rowsQuery.where("openpgp_keys.id", "<", cursor.after);
-      rowsQuery = rowsQuery.orderBy("openpgp_keys.id", "desc");
-    }
+      ]),
+      "openpgp_keys.id",
+      cursor,
+      limit,
+    );
     const [rows, count] = await Promise.all([
       rowsQuery.execute(),
       query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),

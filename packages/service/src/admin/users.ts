@@ -20,7 +20,7 @@ import {
 } from "../accounts/users.ts";
 import { type Database, flag, toFlag } from "../db/schema.ts";
 import { invalid } from "../errors.ts";
-import { type KeysetPage, keysetPage, type ListCursor, readsBackwards } from "./keyset.ts";
+import { inCursorOrder, type KeysetPage, keysetPage, type ListCursor, readsBackwards } from "./keyset.ts";
 
 /** The filters of the admin user list (reference 5.8): status, role, MailCrypt, 2FA, domain, search. */
 export interface UserListFilter {
@@ -178,15 +178,8 @@ export class AdminUsers {
         return { ids: older.slice(0, limit + 1), total: all.length };
       }
     }
-    let idsQuery = query.select("id").limit(limit + 1);
-    if (readsBackwards(cursor))
-      idsQuery = idsQuery.where("id", ">", cursor.before as number).orderBy("id", "asc");
-    else {
-      if (cursor.after !== undefined) idsQuery = idsQuery.where("id", "<", cursor.after);
-      idsQuery = idsQuery.orderBy("id", "desc");
-    }
     const [rows, count] = await Promise.all([
-      idsQuery.execute(),
+      inCursorOrder(query.select("id"), "id", cursor, limit).execute(),
       query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
     ]);
     return { ids: rows.map((row) => Number(row.id)), total: Number(count.n) };
