@@ -39,6 +39,7 @@ import {
 } from "./dataset.ts";
 import { detectLoadGenerator, type LoadGenerator, type LoadResult, runLoad } from "./load.ts";
 import { type PassdbResult, percentile, runPassdb } from "./passdb-client.ts";
+import { webSignIn } from "./web-sign-in.ts";
 
 const repoRoot = fileURLToPath(new URL("../", import.meta.url));
 const node = process.execPath;
@@ -569,22 +570,6 @@ async function passdbPhases(service: Server, tokens: GeneratedDataset["tokens"])
   const memory = memoryOf(service.pid);
   log(`  peak RSS ${memory.peakRssMiB.toFixed(0)} MiB`);
   results.memory = { concurrentPassdb: settings.memoryConcurrency, burst, ...memory };
-}
-
-/** A person signing in on the web page: the CSRF cookie and token of the form, then the POST. */
-async function webSignIn(url: string, email: string): Promise<string> {
-  const form = await fetch(`${url}/login`);
-  const csrfCookie = (form.headers.getSetCookie().find((c) => c.startsWith("csrf=")) ?? "").split(";")[0];
-  const token = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
-  const answer = await fetch(`${url}/login`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded", cookie: csrfCookie ?? "" },
-    body: new URLSearchParams({ _csrf: token, email, password: benchPassword }).toString(),
-  });
-  const session = answer.headers.getSetCookie().find((c) => c.startsWith("session="));
-  if (answer.status !== 303 || !session) throw new Error(`web sign-in of ${email} answered ${answer.status}`);
-  return session.split(";")[0]!;
 }
 
 /** An active, non-spam user of the data set (they all share benchPassword). */

@@ -25,6 +25,7 @@ import { createServices } from "../packages/service/src/services.ts";
 import { freePort } from "../packages/service/test/helpers/process.ts";
 import { benchPassword, fullSize, generateDataset, makeCredentials, smokeSize } from "./dataset.ts";
 import { detectLoadGenerator, type LoadResult, runLoad } from "./load.ts";
+import { webSignIn } from "./web-sign-in.ts";
 
 const repoRoot = fileURLToPath(new URL("../", import.meta.url));
 const { values: args } = parseArgs({
@@ -46,21 +47,6 @@ const searches = [
   { name: "none", query: "search=nobody-here" },
   { name: "no search", query: "" },
 ];
-
-async function signIn(url: string, email: string): Promise<string> {
-  const form = await fetch(`${url}/login`);
-  const csrfCookie = (form.headers.getSetCookie().find((c) => c.startsWith("csrf=")) ?? "").split(";")[0];
-  const token = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
-  const answer = await fetch(`${url}/login`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded", cookie: csrfCookie ?? "" },
-    body: new URLSearchParams({ _csrf: token, email, password: benchPassword }).toString(),
-  });
-  const session = answer.headers.getSetCookie().find((c) => c.startsWith("session="));
-  if (answer.status !== 303 || !session) throw new Error(`sign-in of ${email} answered ${answer.status}`);
-  return session.split(";")[0] as string;
-}
 
 async function waitUntilUp(url: string, child: ChildProcess) {
   for (let i = 0; i < 300; i++) {
@@ -133,7 +119,7 @@ try {
   });
   const url = `http://127.0.0.1:${port}`;
   await waitUntilUp(`${url}/health`, child);
-  const cookie = await signIn(url, "admin@domain0.example");
+  const cookie = await webSignIn(url, "admin@domain0.example");
 
   // Deep keyset pages: the cursor of a page near the end of the list.
   const first = await (await fetch(`${url}/admin/users?status=all`, { headers: { cookie } })).text();
