@@ -429,9 +429,9 @@ describe("the mail host", { skip: missing ?? false }, () => {
       for (const file of storedMessages("alice@example.org")) {
         assert.equal(readFileSync(file).subarray(0, 7).toString("latin1"), "CRYPTED");
       }
-      assert.match(
-        postfix.log(),
-        /to=<alice@example\.org>, relay=127\.0\.0\.1\[127\.0\.0\.1\]:\d+.*status=sent/,
+      // Postfix's log is written by postlogd, which may come after the message is readable.
+      await waitFor("Postfix's line of the LMTP delivery", () =>
+        /to=<alice@example\.org>, relay=127\.0\.0\.1\[127\.0\.0\.1\]:\d+.*status=sent/.test(postfix.log()),
       );
     });
 
