@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
+import { announcedBodyWaitMs } from "../src/http/announced-body.ts";
 import { password } from "./helpers/fixtures.ts";
 import { startService, type TestResponse, type TestService } from "./helpers/service.ts";
 
@@ -228,6 +229,95 @@ describe("hostile input", () => {
         assert.doesNotMatch(res.text, /kate/);
       }
     });
+  });
+});
+
+/**
+ * A request announcing its body with `Expect: 100-continue`, as Dovecot's Lua passdb sends every
+ * sign-in: the `100 Continue`, whatever comes before the body is sent, and the answer after it.
+ */
+async function announcedBodyExchange(
+  url: string,
+  head: string,
+  body: string | null,
+): Promise<{ continued: boolean; beforeBody: string; answer: string; answeredAfterMs: number }> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.setEncoding("latin1");
+  let data = "";
+  socket.on("data", (chunk: string) => {
+    data += chunk;
+  });
+  socket.on("error", () => {});
+  const until = async (done: () => boolean, ms: number) => {
+    const deadline = Date.now() + ms;
+    while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  };
+  try {
+    await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    const sentAt = Date.now();
+    socket.write(head);
+    if (/^expect: 100-continue\r$/im.test(head))
+      await until(() => data.startsWith("HTTP/1.1 100 Continue\r\n\r\n"), 2000);
+    const continued = data.startsWith("HTTP/1.1 100 Continue\r\n\r\n");
+    const afterContinue = () => (continued ? data.slice(25) : data);
+    // Long enough for an early answer to arrive, as it did before: at once.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const beforeBody = afterContinue();
+    if (body !== null) socket.write(body);
+    await until(() => /\r\n\r\n\{.*\}$/s.test(afterContinue()), 5000);
+    return { continued, beforeBody, answer: afterContinue(), answeredAfterMs: Date.now() - sentAt };
+  } finally {
+    socket.destroy();
+  }
+}
+
+describe("a body announced with Expect: 100-continue (Dovecot's passdb)", () => {
+  let service: TestService;
+  let tokens: Record<"mailboxServer" | "mta", string>;
+  const body = JSON.stringify({ password: "not the password at all" });
+  const head = (token: string, extra = "") =>
+    `POST /api/mailbox-server/alice@example.org HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${token}\r\n` +
+    `Content-Type: application/json\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  const expect = "Expect: 100-continue\r\n";
+
+  before(async () => {
+    service = await startService();
+    tokens = { mailboxServer: await service.token("mailbox-server"), mta: await service.token("mta") };
+    await service.services.domains.create("example.org");
+    await service.services.users.create({ email: "alice@example.org", password, mailCrypt: false });
+  });
+  after(() => service.close());
+
+  test("a refused token is answered after the body, not together with the 100 Continue", async () => {
+    for (const [token, status] of [
+      ["0".repeat(64), "401 Unauthorized"],
+      [tokens.mta, "403 Forbidden"],
+    ] as const) {
+      const exchange = await announcedBodyExchange(service.url, head(token, expect), body);
+      assert.ok(exchange.continued, "Node's 100 Continue first");
+      assert.equal(exchange.beforeBody, "", `nothing before the body: ${exchange.beforeBody}`);
+      assert.match(exchange.answer, new RegExp(`^HTTP/1\\.1 ${status}\\r\\n`));
+    }
+  });
+
+  test("a sign-in is answered after the body as always", async () => {
+    const exchange = await announcedBodyExchange(service.url, head(tokens.mailboxServer, expect), body);
+    assert.ok(exchange.continued);
+    assert.equal(exchange.beforeBody, "");
+    assert.match(exchange.answer, /^HTTP\/1\.1 401 Unauthorized\r\n[\s\S]*"authentication failed"/);
+  });
+
+  test("a body announced and never sent: the answer comes after the bounded wait", async () => {
+    const exchange = await announcedBodyExchange(service.url, head("0".repeat(64), expect), null);
+    assert.match(exchange.answer, /^HTTP\/1\.1 401 Unauthorized\r\n/);
+    assert.ok(exchange.answeredAfterMs >= announcedBodyWaitMs - 100, `${exchange.answeredAfterMs} ms`);
+  });
+
+  test("without Expect the refusal comes at once, before any body", async () => {
+    const exchange = await announcedBodyExchange(service.url, head("0".repeat(64)), null);
+    assert.ok(!exchange.continued);
+    assert.match(exchange.beforeBody, /^HTTP\/1\.1 401 Unauthorized\r\n/);
   });
 });
 

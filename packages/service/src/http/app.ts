@@ -10,6 +10,7 @@ import Fastify, {
 import { type Logger, RequestLogger } from "../logger.ts";
 import type { Services } from "../services.ts";
 import { adminApi } from "./admin/plugin.ts";
+import { afterAnnouncedBody, answersBeforeAnnouncedBody } from "./announced-body.ts";
 import { clientErrorHandler, errorHandler, frameworkErrorHandler } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
@@ -86,9 +87,11 @@ export async function buildApp({
     closing = true;
     done();
   });
-  app.addHook("onSend", (_request, reply, payload, done) => {
+  app.addHook("onSend", (request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
-    done(null, payload);
+    // An answer made before an announced body waits for it (announced-body.ts: Dovecot).
+    if (!answersBeforeAnnouncedBody(request.raw, bodyLimit)) return done(null, payload);
+    afterAnnouncedBody(request.raw, bodyLimit, () => done(null, payload));
   });
   // A request whose headers complete once the close has begun is not started. A callback hook
   // (no promise per request): one comparison on every request. Sent as text, past the route's
