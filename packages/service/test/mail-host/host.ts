@@ -215,6 +215,10 @@ export async function createToken(url: string, admin: string, name: string, scop
 // A recording HTTP gateway in front of the service, for what the service cannot be made to do on
 // demand: answer 500, or not answer at all.
 
+/**
+ * `error500`: 500 once the request's body is in, as the service's own faults come (an answer made
+ * before an announced body is another case: http/announced-body.ts); `hang`: no answer.
+ */
 export type GatewayMode = "pass" | "error500" | "hang";
 
 export interface Gateway {
@@ -232,8 +236,10 @@ export async function startGateway(target: string): Promise<Gateway> {
     gateway.seen.push({ method: incoming.method ?? "", path: incoming.url ?? "", headers: incoming.headers });
     if (gateway.mode === "error500") {
       incoming.resume();
-      outgoing.writeHead(500, { "content-type": "application/json" });
-      outgoing.end('{"message":"internal error"}');
+      incoming.once("end", () => {
+        outgoing.writeHead(500, { "content-type": "application/json" });
+        outgoing.end('{"message":"internal error"}');
+      });
       return;
     }
     if (gateway.mode === "hang") {
