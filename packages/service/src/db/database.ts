@@ -26,6 +26,7 @@ import {
   turnBatchedReader,
 } from "./key-reads.ts";
 import type { Database } from "./schema.ts";
+import { withKeptStatements } from "./sqlite-statements.ts";
 
 /** A query without an answer for this long fails (the database counts as unavailable). */
 const queryTimeoutMs = 10000;
@@ -82,7 +83,7 @@ function openSqlite(path: string): DatabaseHandle {
   const sqlite = configureSqlite(new BetterSqlite3(memory ? ":memory:" : file));
   // WAL lets readers proceed during a write; a busy timeout covers other processes (the console).
   sqlite.pragma("journal_mode = WAL");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withKeptStatements(sqlite) }) });
   if (memory) {
     // An in-memory database exists only on its one connection: keyed reads go through Kysely.
     return {
