@@ -171,8 +171,13 @@ let lastClient = 0;
  * login comes from an address of its own unless told otherwise, so that Dovecot's growing delays
  * after failures from one address (auth penalty) do not slow the tests down.
  */
-async function imapLogin(user: string, password: string, clientAddress = `198.51.100.${++lastClient}`) {
-  const imap = await ImapSession.open(dovecot.imapPort);
+async function imapLogin(
+  user: string,
+  password: string,
+  clientAddress = `198.51.100.${++lastClient}`,
+  port = dovecot.imapPort,
+) {
+  const imap = await ImapSession.open(port);
   try {
     await imap.command(`ID ("x-originating-ip" "${clientAddress}")`);
     return await imap.login(user, password);
@@ -399,14 +404,7 @@ describe("the mail host", { skip: missing ?? false }, () => {
         token,
         timeout: "5s",
       });
-      const login = async () => {
-        const imap = await ImapSession.open(direct.imapPort);
-        try {
-          return await imap.login("alice@example.org", PASSWORD);
-        } finally {
-          await imap.close();
-        }
-      };
+      const login = () => imapLogin("alice@example.org", PASSWORD, undefined, direct.imapPort);
       try {
         // Signed in once: the auth worker has checked the token at its start and stays up.
         assert.equal((await login()).status, "OK");
