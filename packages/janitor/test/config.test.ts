@@ -1,14 +1,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
-import {
-  ConfigError,
-  formatDuration,
-  loadConfig,
-  parseBoolean,
-  parseDuration,
-  parseListenAddress,
-} from "../src/config.ts";
+import { assertEmptyIsMissing } from "../../env-config/test/same-answers.ts";
+import { ConfigError, loadConfig } from "../src/config.ts";
 import { janitorBin } from "./helpers.ts";
 
 const base = {
@@ -17,70 +11,6 @@ const base = {
   USERLI_TOKEN: "token",
   TOUCHER_SIEVE_LOCATION: "/var/vmail/{domain}/{local_part}/.dovecot.sieve",
 };
-
-describe("durations", () => {
-  test("parses h, m, s, ms and combinations", () => {
-    assert.equal(parseDuration("24h"), 24 * 3_600_000);
-    assert.equal(parseDuration("90m"), 90 * 60_000);
-    assert.equal(parseDuration("1h30m"), 90 * 60_000);
-    assert.equal(parseDuration("45s"), 45_000);
-    assert.equal(parseDuration("1h30m15s"), 5_415_000);
-    assert.equal(parseDuration("250ms"), 250);
-    assert.equal(parseDuration("1m500ms"), 60_500);
-    assert.equal(parseDuration("1.5h"), 5_400_000);
-    assert.equal(parseDuration(" 10s "), 10_000);
-    assert.equal(parseDuration("720h"), 720 * 3_600_000);
-  });
-
-  test("rejects empty, zero, unit-less and garbage", () => {
-    for (const bad of [
-      "",
-      " ",
-      "0s",
-      "0h0m",
-      "10",
-      "abc",
-      "1d",
-      "h",
-      "-5m",
-      "1h 30m",
-      "1H",
-      "5 s",
-      "1.h",
-      "m5",
-    ]) {
-      assert.throws(() => parseDuration(bad), Error, JSON.stringify(bad));
-    }
-  });
-
-  test("formats back for logs", () => {
-    assert.equal(formatDuration(5_415_000), "1h30m15s");
-    assert.equal(formatDuration(250), "250ms");
-    assert.equal(formatDuration(3_600_000), "1h");
-  });
-});
-
-describe("listen addresses and booleans", () => {
-  test("listen address forms", () => {
-    assert.deepEqual(parseListenAddress(":8080"), { host: undefined, port: 8080 });
-    assert.deepEqual(parseListenAddress("127.0.0.1:9000"), { host: "127.0.0.1", port: 9000 });
-    assert.deepEqual(parseListenAddress("localhost:1"), { host: "localhost", port: 1 });
-    assert.deepEqual(parseListenAddress("[::1]:8080"), { host: "::1", port: 8080 });
-    assert.deepEqual(parseListenAddress("0.0.0.0:0"), { host: "0.0.0.0", port: 0 });
-    for (const bad of ["8080", "host", ":", ":99999", "::1:8080", "[::1]", "a b:80", "host:port"]) {
-      assert.throws(() => parseListenAddress(bad), Error, bad);
-    }
-  });
-
-  test("booleans", () => {
-    assert.equal(parseBoolean("true"), true);
-    assert.equal(parseBoolean("TRUE"), true);
-    assert.equal(parseBoolean("1"), true);
-    assert.equal(parseBoolean("false"), false);
-    assert.equal(parseBoolean("0"), false);
-    assert.throws(() => parseBoolean("yes"));
-  });
-});
 
 describe("loadConfig", () => {
   test("applies the spec's defaults", () => {
@@ -121,6 +51,25 @@ describe("loadConfig", () => {
     assert.equal(config.logLevel, "debug");
   });
 
+  test("an empty variable is a missing one (the default, or required but not set), as in the service", () => {
+    assertEmptyIsMissing(loadConfig, base, {
+      WEBHOOK_SECRET: null,
+      USERLI_URL: "ftp://x",
+      USERLI_TOKEN: null,
+      TOUCHER_SIEVE_LOCATION: null,
+      TOUCHER_USE_SUDO: "maybe",
+      TOUCHER_TICK_INTERVAL: "0s",
+      PURGER_COMMAND: null,
+      PURGER_COMMAND_TIMEOUT: "10",
+      PURGER_RETENTION_HOURS: "-1",
+      PURGER_TICK_INTERVAL: "abc",
+      PURGER_DATABASE_PATH: null,
+      LISTEN_ADDR: "8080",
+      LOG_LEVEL: "verbose",
+    });
+    assert.equal(loadConfig({ ...base, PURGER_COMMAND: " " }).purgerCommand, "true");
+  });
+
   const errors: [env: Record<string, string | undefined>, variable: string][] = [
     [{ ...base, WEBHOOK_SECRET: undefined }, "WEBHOOK_SECRET"],
     [{ ...base, WEBHOOK_SECRET: "" }, "WEBHOOK_SECRET"],
@@ -133,12 +82,9 @@ describe("loadConfig", () => {
     [{ ...base, TOUCHER_USE_SUDO: "maybe" }, "TOUCHER_USE_SUDO"],
     [{ ...base, TOUCHER_TICK_INTERVAL: "0s" }, "TOUCHER_TICK_INTERVAL"],
     [{ ...base, PURGER_TICK_INTERVAL: "abc" }, "PURGER_TICK_INTERVAL"],
-    [{ ...base, PURGER_TICK_INTERVAL: "" }, "PURGER_TICK_INTERVAL"],
     [{ ...base, PURGER_COMMAND_TIMEOUT: "10" }, "PURGER_COMMAND_TIMEOUT"],
     [{ ...base, PURGER_RETENTION_HOURS: "-1" }, "PURGER_RETENTION_HOURS"],
     [{ ...base, PURGER_RETENTION_HOURS: "24h" }, "PURGER_RETENTION_HOURS"],
-    [{ ...base, PURGER_COMMAND: " " }, "PURGER_COMMAND"],
-    [{ ...base, PURGER_DATABASE_PATH: "" }, "PURGER_DATABASE_PATH"],
     [{ ...base, LISTEN_ADDR: "8080" }, "LISTEN_ADDR"],
     [{ ...base, LOG_LEVEL: "verbose" }, "LOG_LEVEL"],
   ];
@@ -173,11 +119,13 @@ describe("daemon start with a bad configuration", () => {
     );
   });
 
-  test("a missing required variable stops it with one line", () => {
+  test("a missing or empty required variable stops it with one line", () => {
     const { WEBHOOK_SECRET: _unused, ...rest } = base;
-    const result = run(rest);
-    assert.notEqual(result.status, 0);
-    assert.equal(result.stderr, "config error: WEBHOOK_SECRET: is required but not set\n");
+    for (const env of [rest, { ...rest, WEBHOOK_SECRET: "" }]) {
+      const result = run(env);
+      assert.notEqual(result.status, 0);
+      assert.equal(result.stderr, "config error: WEBHOOK_SECRET: is required but not set\n");
+    }
   });
 
   test("the secret never appears in a config error", () => {

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { assertEmptyIsMissing } from "../../env-config/test/same-answers.ts";
 import { loadConfig } from "../src/config.ts";
 import {
   type Adapter,
@@ -90,6 +91,25 @@ describe("command line and configuration", () => {
       78,
       "a set but empty token",
     );
+  });
+
+  test("an empty variable is a missing one (the default, or required but not set), as in the service", () => {
+    assertEmptyIsMissing(
+      loadConfig,
+      { SERVICE_URL: "http://x", SERVICE_TOKEN: "t" },
+      {
+        SERVICE_URL: "ftp://x",
+        SERVICE_TOKEN: "t o k",
+        SOCKETMAP_LISTEN_ADDR: "10001",
+        SASL_LISTEN_ADDR: "[::1]",
+        POLICY_LISTEN_ADDR: "host:port",
+        METRICS_LISTEN_ADDR: ":99999",
+        REDIS_URL: "http://localhost",
+        SERVICE_TIMEOUT: "0s",
+        LOG_LEVEL: "loud",
+      },
+    );
+    assert.equal(loadConfig({ SERVICE_URL: "http://x", SERVICE_TOKEN: "t", REDIS_URL: " " }).redisUrl, null);
   });
 
   test("an unknown argument: exit 2 with a hint", () => {
