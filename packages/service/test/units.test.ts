@@ -3,6 +3,7 @@ import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { Writable } from "node:stream";
 import { describe, test } from "node:test";
+import { assertEmptyIsMissing } from "../../env-config/test/same-answers.ts";
 import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
 import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
 import { normalizeSetting } from "../src/accounts/settings.ts";
@@ -52,6 +53,26 @@ describe("configuration", () => {
     assert.deepEqual(loadConfig({ WEBHOOK_RETRY_DELAYS: "none" }).webhookRetryDelays, [], "no retries");
     assert.deepEqual(loadConfig({ WEBHOOK_RETRY_DELAYS: "5, 7" }).webhookRetryDelays, [5, 7]);
     assert.throws(() => loadConfig({ WEBHOOK_RETRY_DELAYS: "soon" }), /WEBHOOK_RETRY_DELAYS:/);
+  });
+
+  test("an empty variable is a missing one, a bad one names it: the rule of the janitor and the adapter too", () => {
+    const badValues: Record<(typeof configVariables)[number], string | null> = {
+      LISTEN_ADDR: "8000",
+      DATABASE_URL: "mongodb://x",
+      DATABASE_POOL_SIZE: "0",
+      DATABASE_PREPARED_STATEMENTS: "maybe",
+      LOG_LEVEL: "chatty",
+      METRICS_TOKEN: null,
+      CRYPTO_POOL_SIZE: "-1",
+      JOBS_ENABLED: "maybe",
+      WEBHOOK_RETRY_DELAYS: "soon",
+      USERLI_COMPAT: "maybe",
+      TRUST_PROXY: "proxy.example",
+      WEB_ENABLED: "maybe",
+      PWNED_PASSWORDS_URL: "not a url",
+      SMTP_URL: "http://relay",
+    };
+    assertEmptyIsMissing(loadConfig, {}, badValues);
   });
 
   test("listen addresses", () => {
