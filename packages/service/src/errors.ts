@@ -1,26 +1,102 @@
 /**
- * Errors the services raise for expected business outcomes. The HTTP layer maps each kind to a
- * status code and the console prints the message; neither needs to know the rule behind it.
+ * Refusals: the expected "no" of a service, as values. Each rule declares its refusals beside it with
+ * `refusal(code, kind, text)`; a service throws one (`throw userNotFound()`), and each surface maps it
+ * by its code: the APIs to a status (by `kind`) and `{"message": text}`, the pages to a form field and
+ * the catalogue's `refusal.<code>` text in the reader's language, the console to the catalogue's
+ * English. No surface reads an error's message: the code and parameters are the contract.
  */
-export class ServiceError extends Error {
-  readonly kind: "not_found" | "conflict" | "invalid" | "bad_request" | "forbidden" | "unavailable";
-  constructor(kind: ServiceError["kind"], message: string) {
+
+/** What kind of "no" it is; the APIs answer each with one status (http/errors.ts). */
+export type RefusalKind =
+  | "not_found"
+  | "conflict"
+  | "invalid"
+  | "bad_request"
+  | "forbidden"
+  | "throttled"
+  | "unavailable";
+
+/** A refusal's parameters: what the texts name (`{ min: 12 }`, `{ name: "info" }`). */
+export type RefusalParams = { readonly [name: string]: string | number };
+type NoParams = Record<never, never>;
+
+export interface RefusalDefinition<P extends object = NoParams> {
+  readonly code: string;
+  readonly kind: RefusalKind;
+  /** The English text of the APIs' `{"message"}`: userli's clients compare these bytes. */
+  readonly apiText: (params: P) => string;
+  /** A refusal of this kind, to throw. */
+  (...params: keyof P extends never ? [] : [P]): ServiceError<P>;
+}
+
+/** Any refusal, whatever its parameters (a surface's table of codes). */
+// biome-ignore lint/suspicious/noExplicitAny: the parameters differ from refusal to refusal
+export type AnyRefusal = RefusalDefinition<any>;
+
+const declared = new Map<string, AnyRefusal>();
+
+/**
+ * Declares a refusal. The code is stable (surfaces, tests and the catalogue key on it) and unique:
+ * declaring one twice is a start-up error.
+ */
+export function refusal<P extends object = NoParams>(
+  code: string,
+  kind: RefusalKind,
+  apiText: (params: P) => string,
+): RefusalDefinition<P> {
+  if (declared.has(code)) throw new Error(`refusal ${code} is declared twice`);
+  const make = (...args: [P] | []) => new ServiceError(definition, (args[0] ?? {}) as P);
+  const definition = Object.assign(make, { code, kind, apiText }) as unknown as RefusalDefinition<P>;
+  declared.set(code, definition);
+  return definition;
+}
+
+/** Every refusal declared so far (the catalogue test checks each has its texts). */
+export const declaredRefusals = (): readonly AnyRefusal[] => [...declared.values()];
+
+export class ServiceError<P extends object = object> extends Error {
+  /** Typed loosely, so that a refusal of any parameters is a `ServiceError`; `is` narrows it. */
+  readonly definition: RefusalDefinition<never>;
+  readonly params: P;
+  /** The definition's code and kind, as plain fields: frameworks write `code`/`statusCode` on errors. */
+  readonly code: string;
+  readonly kind: RefusalKind;
+
+  constructor(definition: RefusalDefinition<P>, params: P) {
     // An answer, not a fault: it is never logged with a stack, and capturing one (a walk of the JS
     // stack) cost more than the lookup that answers "not found" with it.
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
-      super(message);
+      super(definition.apiText(params));
     } finally {
       Error.stackTraceLimit = stackTraceLimit;
     }
-    this.kind = kind;
+    this.definition = definition as unknown as RefusalDefinition<never>;
+    this.params = params;
+    this.code = definition.code;
+    this.kind = definition.kind;
+  }
+
+  /** This refusal, typed by its definition. */
+  is<Q extends object>(definition: RefusalDefinition<Q>): this is ServiceError<Q> {
+    return (this.definition as unknown) === definition;
+  }
+
+  /** The APIs' English text of this refusal. */
+  apiText(): string {
+    return (this.definition.apiText as (params: P) => string)(this.params);
   }
 }
 
-export const notFound = (message: string) => new ServiceError("not_found", message);
-export const conflict = (message: string) => new ServiceError("conflict", message);
-export const invalid = (message: string) => new ServiceError("invalid", message);
-export const badRequest = (message: string) => new ServiceError("bad_request", message);
-/** The actor may not do this (accounts/admin-scope.ts): a domain admin outside its domain. */
-export const forbidden = (message: string) => new ServiceError("forbidden", message);
+export const isRefusal = <Q extends object>(
+  error: unknown,
+  definition: RefusalDefinition<Q>,
+): error is ServiceError<Q> => error instanceof ServiceError && error.is(definition);
+
+/** The database did not answer (db/unavailable.ts tells a driver's fault): every surface says "try again". */
+export const databaseUnavailable = refusal(
+  "database.unavailable",
+  "unavailable",
+  () => "database unavailable, try again",
+);

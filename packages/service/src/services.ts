@@ -84,12 +84,12 @@ export function createServices(
   const metrics = new Metrics(db);
   const events = new WebhookOutbox(options.clock);
   const settings = new SettingsService(db);
-  const users = new UserService(db, pool, settings, events);
-  const signInThrottle = new SignInThrottle(db);
-  const domains = new DomainService(db);
   const passwordPolicy = new PasswordPolicy(options.pwnedPasswordsUrl ?? null, {
     ...(options.onPasswordLookupError ? { onLookupError: options.onPasswordLookupError } : {}),
   });
+  const users = new UserService(db, pool, settings, events, passwordPolicy);
+  const signInThrottle = new SignInThrottle(db);
+  const domains = new DomainService(db);
   const mail = new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock });
   const inviteCodes = new InviteCodeService(db);
   const reservedNames = new ReservedNameService(db);
@@ -123,7 +123,7 @@ export function createServices(
     userAliases,
     openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
     mail,
-    recovery: new RecoveryService(db, pool, signInThrottle, mail),
+    recovery: new RecoveryService(db, pool, signInThrottle, mail, passwordPolicy),
     inviteCodes,
     reservedNames,
     registration: new RegistrationService(db, users, inviteCodes, reservedNames, passwordPolicy, mail),

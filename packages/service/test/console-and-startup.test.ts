@@ -44,7 +44,7 @@ describe("operator console and a service started as from the README", () => {
     assert.equal(runConsole(databaseUrl, ["app:domain:create", "example.org"]).status, 0);
     const dup = runConsole(databaseUrl, ["app:domain:create", "example.org"]);
     assert.equal(dup.status, 1);
-    assert.equal(dup.stderr, "error: domain example.org already exists\n");
+    assert.equal(dup.stderr, "error: The domain example.org already exists.\n");
     const user = runConsole(databaseUrl, [
       "app:user:create",
       "--email",
@@ -109,7 +109,7 @@ describe("operator console and a service started as from the README", () => {
     assert.equal(runConsole(databaseUrl, ["app:setting:set", "smtp_quota_limit_per_hour", "100"]).status, 0);
     const badSetting = runConsole(databaseUrl, ["app:setting:set", "mail_crypt", "7"]);
     assert.equal(badSetting.status, 1);
-    assert.match(badSetting.stderr, /^error: mail_crypt: must be one of 0, 1, 2, 3\n$/);
+    assert.match(badSetting.stderr, /^error: mail_crypt: Must be one of 0, 1, 2, 3\.\n$/);
     assert.match(runConsole(databaseUrl, ["app:setting:list"]).stdout, /smtp_quota_limit_per_hour=100/);
     const unknownCommand = runConsole(databaseUrl, ["app:nothing"]);
     assert.notEqual(unknownCommand.status, 0);

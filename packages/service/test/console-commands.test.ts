@@ -135,7 +135,7 @@ describe("console: lists, option names, prompts, dry runs", () => {
     assert.equal(none.stdout, "No users.\n");
     const unknownDomain = runConsole(databaseUrl, ["app:users:list", "-d", "unknown.example"]);
     assert.equal(unknownDomain.status, 1);
-    assert.match(unknownDomain.stderr, /^error: .*not found\n$/);
+    assert.match(unknownDomain.stderr, /^error: Domain not found\.\n$/);
     const badStatus = runConsole(databaseUrl, ["app:users:list", "--status", "sleeping"]);
     assert.equal(badStatus.status, 1);
     assert.match(badStatus.stderr, /--status/);

@@ -338,7 +338,7 @@ describe("app:export and app:import", () => {
           ),
           /domains has no column colour/,
         ],
-        [["not json"], /not a dump of this service|line 1: not JSON/],
+        [["not json"], /not a dump of this service|Line 1: not JSON/],
       ];
       for (const [lines, message] of cases) {
         const run = importInto(target.url, lines, dir);

@@ -203,7 +203,7 @@ describe("app:users:import and app:users:export", () => {
     // Into another database it goes as it came out (new passwords, since none is exported).
     const unknown = runConsole(url, ["app:users:export", "--csv", "-d", "nowhere.example"]);
     assert.equal(unknown.status, 1);
-    assert.match(unknown.stderr, /domain not found/);
+    assert.match(unknown.stderr, /Domain not found/);
   });
 });
 

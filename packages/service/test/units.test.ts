@@ -7,8 +7,9 @@ import { assertEmptyIsMissing } from "../../env-config/test/same-answers.ts";
 import { parseAddress, parseDomain } from "../src/accounts/addresses.ts";
 import { effectiveRoles, isExemptFromInactivityDeletion, normalizeRoles } from "../src/accounts/roles.ts";
 import { normalizeSetting } from "../src/accounts/settings.ts";
+import { userNotFound } from "../src/accounts/users.ts";
 import { ConfigError, configVariables, loadConfig, parseListenAddr, redactUrl } from "../src/config.ts";
-import { notFound, ServiceError } from "../src/errors.ts";
+import { ServiceError } from "../src/errors.ts";
 import { andThen, isPromise } from "../src/http/integration/eventually.ts";
 import { createLogger, RequestLogger } from "../src/logger.ts";
 import { repoRoot } from "./helpers/process.ts";
@@ -225,9 +226,11 @@ describe("request logger", () => {
 });
 
 describe("service errors", () => {
-  test("carry kind and message but no stack, and leave the stack limit as it was", () => {
+  test("carry code, kind and the APIs' text but no stack, and leave the stack limit as it was", () => {
     const before = Error.stackTraceLimit;
-    const error = notFound("user not found");
+    const error = userNotFound();
+    assert.equal(error.code, "user.not_found");
+    assert.equal(error.apiText(), "user not found");
     assert.ok(error instanceof ServiceError && error instanceof Error);
     assert.equal(error.kind, "not_found");
     assert.equal(error.message, "user not found");
@@ -252,7 +255,7 @@ describe("eventually (a value now, or a promise of it)", () => {
 
   test("an error thrown for a value now is thrown at once; for a promise, it rejects", async () => {
     const fail = (): number => {
-      throw notFound("user not found");
+      throw userNotFound();
     };
     assert.throws(() => andThen(1, fail), /user not found/);
     await assert.rejects(async () => andThen(Promise.resolve(1), fail), /user not found/);

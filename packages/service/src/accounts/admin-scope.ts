@@ -1,5 +1,17 @@
-import { forbidden, invalid } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { effectiveRoles, knownRoles, type Role } from "./roles.ts";
+
+/** The actor may not do this: a domain admin outside its domain, or on an admin. */
+export const notPermitted = refusal<{ actor: string; subject: string }>(
+  "admin.not_permitted",
+  "forbidden",
+  ({ actor, subject }) => `${actor} may not manage this ${subject}`,
+);
+export const roleNotAssignable = refusal<{ role: string }>(
+  "admin.role_not_assignable",
+  "invalid",
+  ({ role }) => `roles: not allowed to assign the role ${role}`,
+);
 
 /**
  * Who may do what in administration: the one place the rule lives. Every admin action (the web
@@ -94,7 +106,7 @@ export function may(actor: Actor, subject: Subject): boolean {
 }
 
 export function assertMay(actor: Actor, subject: Subject): void {
-  if (!may(actor, subject)) throw forbidden(`${actor.name} may not manage this ${subjectName(subject)}`);
+  if (!may(actor, subject)) throw notPermitted({ actor: actor.name, subject: subjectName(subject) });
 }
 
 const subjectName = (subject: Subject): string => (subject.kind === "area" ? subject.area : subject.kind);
@@ -125,5 +137,5 @@ export function assertRoleChange(actor: Actor, before: readonly Role[], after: r
   ];
   const refused = changed.find((role) => !allowed.includes(role));
   // A form's validation error (422), as the reference answers it, not a 403: the page is allowed.
-  if (refused) throw invalid(`roles: not allowed to assign the role ${refused}`);
+  if (refused) throw roleNotAssignable({ role: refused });
 }

@@ -1,11 +1,13 @@
 import type { Kysely, Selectable } from "kysely";
 import { type AliasTable, type Database, flag } from "../db/schema.ts";
-import { invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { newAddressProblem, parseAddress, parseNewAddress } from "./addresses.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { managedDomain } from "./queries.ts";
 import {
+  addressInvalid,
   checkSmtpQuota,
+  domainNotManaged,
   nowSeconds,
   parseStringList,
   type SmtpQuota,
@@ -67,14 +69,46 @@ export interface AliasPatch {
 
 const maxDestinations = 100;
 
+export const aliasNotFound = refusal("alias.not_found", "not_found", () => "alias not found");
+export const destinationsNotList = refusal(
+  "alias.destinations_not_list",
+  "invalid",
+  () => "destinations: must be a list of addresses",
+);
+export const tooManyDestinations = refusal<{ max: number }>(
+  "alias.too_many_destinations",
+  "invalid",
+  ({ max }) => `destinations: at most ${max} addresses`,
+);
+export const destinationInvalid = refusal<{ destination: string }>(
+  "alias.destination_invalid",
+  "invalid",
+  ({ destination }) => `destinations: ${destination} is not a valid address`,
+);
+export const ownerNotActive = refusal(
+  "alias.owner_not_active",
+  "invalid",
+  () => "owner: no active user with this address",
+);
+export const destinationOrOwnerRequired = refusal(
+  "alias.destination_or_owner_required",
+  "invalid",
+  () => "destinations: at least one destination or an owner is required",
+);
+export const destinationRequired = refusal(
+  "alias.destination_required",
+  "invalid",
+  () => "destinations: at least one destination is required",
+);
+
 /** Destination addresses: valid, lower-cased, de-duplicated, order kept. */
 export function checkDestinations(value: unknown): string[] {
-  if (!Array.isArray(value)) throw invalid("destinations: must be a list of addresses");
-  if (value.length > maxDestinations) throw invalid(`destinations: at most ${maxDestinations} addresses`);
+  if (!Array.isArray(value)) throw destinationsNotList();
+  if (value.length > maxDestinations) throw tooManyDestinations({ max: maxDestinations });
   const result: string[] = [];
   for (const raw of value) {
     const address = typeof raw === "string" ? parseAddress(raw.trim()) : null;
-    if (!address) throw invalid(`destinations: ${String(raw).slice(0, 100)} is not a valid address`);
+    if (!address) throw destinationInvalid({ destination: String(raw).slice(0, 100) });
     if (!result.includes(address.email)) result.push(address.email);
   }
   return result;
@@ -92,16 +126,15 @@ export class AliasService {
   async create(input: CreateAliasInput): Promise<Alias> {
     const source = typeof input.source === "string" ? input.source.trim() : "";
     const address = parseNewAddress(source);
-    if (!address) throw invalid(`source: not a valid e-mail address: ${newAddressProblem(source)}`);
+    if (!address) throw addressInvalid({ field: "source", problem: newAddressProblem(source) ?? "" });
     const owner = input.owner ? await this.#users.getActive(input.owner).catch(() => null) : null;
-    if (input.owner && !owner) throw invalid("owner: no active user with this address");
+    if (input.owner && !owner) throw ownerNotActive();
     let destinations = input.destinations === undefined ? [] : checkDestinations(input.destinations);
     if (destinations.length === 0 && owner) destinations = [owner.email];
-    if (destinations.length === 0)
-      throw invalid("destinations: at least one destination or an owner is required");
+    if (destinations.length === 0) throw destinationOrOwnerRequired();
     const smtpQuota = checkSmtpQuota(input.smtpQuota);
     const domain = await managedDomain(this.#db, address.domain);
-    if (!domain) throw invalid(`source: domain ${address.domain} is not managed here`);
+    if (!domain) throw domainNotManaged({ field: "source", domain: address.domain });
     const now = nowSeconds();
     return this.#db.transaction().execute(async (trx) => {
       await this.#users.assertAddressAvailable(address.email, trx);
@@ -145,7 +178,7 @@ export class AliasService {
     const [view] = address
       ? (await this.#views((q) => q.where("aliases.source", "=", address.email), 1, 0)).rows
       : [];
-    if (!view) throw notFound("alias not found");
+    if (!view) throw aliasNotFound();
     return view;
   }
 
@@ -164,7 +197,7 @@ export class AliasService {
   /** Changes destinations, owner or SMTP quota of an active alias. */
   async update(rawSource: string, patch: AliasPatch): Promise<AliasView> {
     const current = await this.get(rawSource);
-    if (current.deleted) throw notFound("alias not found");
+    if (current.deleted) throw aliasNotFound();
     const changes: Partial<{
       destinations: string;
       user_id: number | null;
@@ -179,7 +212,7 @@ export class AliasService {
       } else {
         const owner =
           typeof patch.owner === "string" ? await this.#users.getActive(patch.owner).catch(() => null) : null;
-        if (!owner) throw invalid("owner: no active user with this address");
+        if (!owner) throw ownerNotActive();
         changes.user_id = owner.id;
         ownerEmail = owner.email;
       }
@@ -187,7 +220,7 @@ export class AliasService {
     if (patch.destinations !== undefined) {
       let destinations = checkDestinations(patch.destinations);
       if (destinations.length === 0 && ownerEmail) destinations = [ownerEmail];
-      if (destinations.length === 0) throw invalid("destinations: at least one destination is required");
+      if (destinations.length === 0) throw destinationRequired();
       changes.destinations = JSON.stringify(destinations);
     }
     if (patch.smtpQuota !== undefined) {

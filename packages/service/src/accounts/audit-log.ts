@@ -1,9 +1,15 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { invalid } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { type Actor, domainScope } from "./admin-scope.ts";
 import { containsText, type Listing } from "./paging.ts";
 import { nowSeconds } from "./users.ts";
+
+export const auditActionUnknown = refusal<{ action: string }>(
+  "audit.action_unknown",
+  "invalid",
+  ({ action }) => `action: unknown action ${action}`,
+);
 
 /** The admin actions the log knows (the filter's choices); each surface records these names. */
 export const auditActions = [
@@ -149,8 +155,7 @@ export class AuditLog {
       query = query.where("audit_log.target_domain_id", "=", filter.domainId);
     if (filter.actor) query = query.where("audit_log.actor", "=", filter.actor);
     if (filter.action) {
-      if (!isAuditAction(filter.action))
-        throw invalid(`action: unknown action ${filter.action.slice(0, 64)}`);
+      if (!isAuditAction(filter.action)) throw auditActionUnknown({ action: filter.action.slice(0, 64) });
       query = query.where("audit_log.action", "=", filter.action);
     }
     if (filter.target) query = query.where(containsText("audit_log.target", filter.target));

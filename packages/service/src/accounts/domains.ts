@@ -1,11 +1,34 @@
 import type { Kysely } from "kysely";
 import { type Database, flag, toFlag } from "../db/schema.ts";
-import { conflict, invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { parseNewDomain } from "./addresses.ts";
 import type { LifecycleService } from "./lifecycle.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { isActiveUser, managedDomain } from "./queries.ts";
-import { nowSeconds } from "./users.ts";
+import { flagInvalid, nowSeconds } from "./users.ts";
+
+export const domainNotFound = refusal("domain.not_found", "not_found", () => "domain not found");
+export const domainExists = refusal<{ name: string }>(
+  "domain.exists",
+  "conflict",
+  ({ name }) => `domain ${name} already exists`,
+);
+export const domainNameInvalid = refusal(
+  "domain.name_invalid",
+  "invalid",
+  () => "name: not a valid domain name (ASCII letters, digits and -; an international name in its xn-- form)",
+);
+export const domainNotEmpty = refusal<{ name: string; users: number; aliases: number }>(
+  "domain.not_empty",
+  "conflict",
+  ({ name, users, aliases }) =>
+    `domain ${name} still has ${users} active users and ${aliases} active aliases; delete them first or use force`,
+);
+export const numberOutOfRange = refusal<{ field: string; min: number; max: number }>(
+  "number.out_of_range",
+  "invalid",
+  ({ field, min, max }) => `${field}: must be a whole number from ${min} to ${max}`,
+);
 
 export interface Domain {
   id: number;
@@ -30,7 +53,7 @@ export const maxWaitingPeriodDays = 3650;
 function wholeNumber(name: string, value: unknown, min: number, max: number): number {
   const n = typeof value === "string" && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
   if (typeof n !== "number" || !Number.isSafeInteger(n) || n < min || n > max)
-    throw invalid(`${name}: must be a whole number from ${min} to ${max}`);
+    throw numberOutOfRange({ field: name, min, max });
   return n;
 }
 
@@ -42,7 +65,7 @@ export function checkInvitations(patch: {
 }): Partial<DomainInvitations> {
   const checked: Partial<DomainInvitations> = {};
   if (patch.enabled !== undefined) {
-    if (typeof patch.enabled !== "boolean") throw invalid("enabled: must be true or false");
+    if (typeof patch.enabled !== "boolean") throw flagInvalid({ field: "enabled" });
     checked.enabled = patch.enabled;
   }
   if (patch.limit !== undefined) checked.limit = wholeNumber("limit", patch.limit, 0, maxInvitationLimit);
@@ -65,13 +88,10 @@ export class DomainService {
 
   async create(rawName: string): Promise<Domain> {
     const name = typeof rawName === "string" ? parseNewDomain(rawName.trim()) : null;
-    if (!name)
-      throw invalid(
-        "name: not a valid domain name (ASCII letters, digits and -; an international name in its xn-- form)",
-      );
+    if (!name) throw domainNameInvalid();
     const now = nowSeconds();
     return this.#db.transaction().execute(async (trx) => {
-      if (await managedDomain(trx, name)) throw conflict(`domain ${name} already exists`);
+      if (await managedDomain(trx, name)) throw domainExists({ name });
       await trx.insertInto("domains").values({ name, created_at: now, updated_at: now }).execute();
       const domain = await managedDomain(trx, name);
       if (!domain) throw new Error("inserted domain not found");
@@ -92,7 +112,7 @@ export class DomainService {
 
   async get(rawName: string): Promise<Domain> {
     const domain = await this.find(rawName);
-    if (!domain) throw notFound("domain not found");
+    if (!domain) throw domainNotFound();
     return domain;
   }
 
@@ -113,7 +133,7 @@ export class DomainService {
       .select(["invitation_enabled", "invitation_limit", "invitation_waiting_period_days"])
       .where("id", "=", domainId)
       .executeTakeFirst();
-    if (!row) throw notFound("domain not found");
+    if (!row) throw domainNotFound();
     return toInvitations(row);
   }
 
@@ -182,9 +202,11 @@ export class DomainService {
     const domain = await this.get(rawName);
     const contents = await this.contents(domain.id);
     if (!force && (contents.activeUsers > 0 || contents.activeAliases > 0)) {
-      throw conflict(
-        `domain ${domain.name} still has ${contents.activeUsers} active users and ${contents.activeAliases} active aliases; delete them first or use force`,
-      );
+      throw domainNotEmpty({
+        name: domain.name,
+        users: contents.activeUsers,
+        aliases: contents.activeAliases,
+      });
     }
     await this.#db.transaction().execute(async (trx) => {
       const users = await trx

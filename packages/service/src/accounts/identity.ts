@@ -1,10 +1,10 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { notFound } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
+import { domainNotFound } from "./domains.ts";
 import { containsText } from "./paging.ts";
 import { activeUserRow, isActiveUser, managedDomain } from "./queries.ts";
-import { toUser, type User } from "./users.ts";
+import { toUser, type User, userNotFound } from "./users.ts";
 
 export interface IdentityUser {
   id: string;
@@ -26,7 +26,7 @@ export class IdentityService {
 
   async domainId(rawDomain: string): Promise<number> {
     const domain = await managedDomain(this.#db, rawDomain);
-    if (!domain) throw notFound("domain not found");
+    if (!domain) throw domainNotFound();
     return domain.id;
   }
 
@@ -56,7 +56,7 @@ export class IdentityService {
     const full = rawEmail.includes("@") ? rawEmail : `${rawEmail}@${domainName}`;
     const address = parseAddress(full);
     const row = address ? await activeUserRow(this.#db, address.email) : undefined;
-    if (!row || row.domain_id !== domainId) throw notFound("user not found");
+    if (!row || row.domain_id !== domainId) throw userNotFound();
     return toUser(row);
   }
 }

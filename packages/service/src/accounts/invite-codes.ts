@@ -1,13 +1,13 @@
 import { randomInt } from "node:crypto";
 import { type Kysely, sql, type Transaction } from "kysely";
 import { type Database, flag } from "../db/schema.ts";
-import { conflict, invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
-import { type DomainInvitations, toInvitations } from "./domains.ts";
+import { type DomainInvitations, domainNotFound, toInvitations } from "./domains.ts";
 import type { Listing, Page } from "./paging.ts";
 import { activeUserRow, isActiveUser, managedDomain } from "./queries.ts";
 import { effectiveRoles, parseStoredRoles, type Role } from "./roles.ts";
-import { nowSeconds } from "./users.ts";
+import { nowSeconds, userNotFound } from "./users.ts";
 
 /**
  * Invite codes (the reference's vouchers, sections 1.4, 5.5 and 5.6): six characters of
@@ -41,6 +41,47 @@ export interface InviteCode {
 }
 
 /** Why a code cannot be used; the pages say "invalid" for all but `redeemed` and `invitations_disabled`. */
+export const inviteCodeNotFound = refusal(
+  "invite_code.not_found",
+  "not_found",
+  () => "invite code not found",
+);
+export const inviteCodesOnlyMultipliers = refusal(
+  "invite_code.only_multipliers",
+  "invalid",
+  () => "only multipliers may create more invite codes",
+);
+export const invitationsOff = refusal(
+  "invite_code.invitations_off",
+  "invalid",
+  () => "invitations are turned off for this domain",
+);
+export const inviteCodeMalformed = refusal(
+  "invite_code.malformed",
+  "invalid",
+  () => "code: must be exactly 6 letters and digits (a-z, A-Z, 0-9)",
+);
+export const inviteDomainNotManaged = refusal(
+  "invite_code.domain_not_managed",
+  "invalid",
+  () => "domain: not a managed domain",
+);
+export const inviteDomainNotOwn = refusal(
+  "invite_code.domain_not_own",
+  "invalid",
+  () => "domain: you may create invite codes only for your own domain",
+);
+export const inviteOwnerNotActive = refusal(
+  "invite_code.owner_not_active",
+  "invalid",
+  () => "owner: not an active user",
+);
+export const inviteCodeUsed = refusal<{ code: string }>(
+  "invite_code.used",
+  "conflict",
+  ({ code }) => `code: ${code} is already used`,
+);
+
 export type InviteCodeProblem = "unknown" | "redeemed" | "invalid_owner" | "invitations_disabled";
 
 export type InviteCodeCheck =
@@ -227,7 +268,7 @@ export class InviteCodeService {
       .select(["domain_id", "roles", "last_login_time", "created_at", "deleted"])
       .where("id", "=", userId)
       .executeTakeFirst();
-    if (!user) throw notFound("user not found");
+    if (!user) throw userNotFound();
     const [invitations, owned] = await Promise.all([
       domainInvitations(db, user.domain_id),
       db
@@ -283,12 +324,10 @@ export class InviteCodeService {
         .where("id", "=", userId)
         .where(isActiveUser)
         .executeTakeFirst();
-      if (!user) throw notFound("user not found");
+      if (!user) throw userNotFound();
       const roles = parseStoredRoles(user.roles);
-      if (isSuspicious(roles) || !isMultiplier(roles))
-        throw invalid("only multipliers may create more invite codes");
-      if (!(await domainInvitations(trx, user.domain_id)).enabled)
-        throw invalid("invitations are turned off for this domain");
+      if (isSuspicious(roles) || !isMultiplier(roles)) throw inviteCodesOnlyMultipliers();
+      if (!(await domainInvitations(trx, user.domain_id)).enabled) throw invitationsOff();
       return this.#insert(trx, { domainId: user.domain_id, ownerId: userId });
     });
   }
@@ -301,14 +340,13 @@ export class InviteCodeService {
   async create(input: InviteCodeInput, scope: { domainId?: number } = {}): Promise<InviteCode> {
     const given = input.code === undefined || input.code === null ? null : input.code;
     if (given !== null && (typeof given !== "string" || !inviteCodePattern.test(given)))
-      throw invalid("code: must be exactly 6 letters and digits (a-z, A-Z, 0-9)");
+      throw inviteCodeMalformed();
     const domain = typeof input.domain === "string" ? await managedDomain(this.#db, input.domain) : null;
-    if (!domain) throw invalid("domain: not a managed domain");
-    if (scope.domainId !== undefined && domain.id !== scope.domainId)
-      throw invalid("domain: you may create invite codes only for your own domain");
+    if (!domain) throw inviteDomainNotManaged();
+    if (scope.domainId !== undefined && domain.id !== scope.domainId) throw inviteDomainNotOwn();
     const address = typeof input.owner === "string" ? parseAddress(input.owner.trim()) : null;
     const owner = address ? await activeUserRow(this.#db, address.email) : undefined;
-    if (!owner) throw invalid("owner: not an active user");
+    if (!owner) throw inviteOwnerNotActive();
     return this.#db
       .transaction()
       .execute((trx) => this.#insert(trx, { domainId: domain.id, ownerId: owner.id, code: given }));
@@ -318,7 +356,7 @@ export class InviteCodeService {
     let query = selectCodes(this.#db).where("invite_codes.id", "=", id);
     if (scope.domainId !== undefined) query = query.where("invite_codes.domain_id", "=", scope.domainId);
     const row = await query.executeTakeFirst();
-    if (!row) throw notFound("invite code not found");
+    if (!row) throw inviteCodeNotFound();
     return toInviteCode(row);
   }
 
@@ -358,7 +396,7 @@ export class InviteCodeService {
     let query = this.#db.deleteFrom("invite_codes").where("id", "=", id);
     if (scope.domainId !== undefined) query = query.where("domain_id", "=", scope.domainId);
     const result = await query.executeTakeFirst();
-    if (Number(result.numDeletedRows) === 0) throw notFound("invite code not found");
+    if (Number(result.numDeletedRows) === 0) throw inviteCodeNotFound();
   }
 
   /**
@@ -378,7 +416,7 @@ export class InviteCodeService {
         .where("code", "in", caseVariants(code))
         .executeTakeFirst();
       if (taken) {
-        if (input.code) throw conflict(`code: ${code} is already used`);
+        if (input.code) throw inviteCodeUsed({ code });
         continue;
       }
       // A savepoint would let a unique violation be retried inside the transaction on PostgreSQL;
@@ -421,7 +459,7 @@ async function domainInvitations(db: Db, domainId: number): Promise<DomainInvita
     .select(["invitation_enabled", "invitation_limit", "invitation_waiting_period_days"])
     .where("id", "=", domainId)
     .executeTakeFirst();
-  if (!row) throw notFound("domain not found");
+  if (!row) throw domainNotFound();
   return toInvitations(row);
 }
 

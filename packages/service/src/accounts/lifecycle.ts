@@ -8,11 +8,12 @@ import {
   SecretBoxError,
   sealSecretBox,
 } from "../credentials/mailcrypt.ts";
-import { hashPassword, verifyPassword } from "../credentials/passwords.ts";
+import { hashPassword } from "../credentials/passwords.ts";
 import type { Database } from "../db/schema.ts";
-import { conflict, invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
+import { aliasNotFound } from "./aliases.ts";
 import type { AccountEvents } from "./events.ts";
 import { inactiveSince } from "./inactivity.ts";
 import {
@@ -21,10 +22,29 @@ import {
   mailCryptFor,
   mailCryptMaterial,
 } from "./mail-crypt-policy.ts";
+import { passwordIdentical } from "./password-policy.ts";
 import { endWebSessions, isActiveUser } from "./queries.ts";
 import { isExemptFromInactivityDeletion } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
-import { checkNewPassword, nowSeconds, toUser, type User, type UserService } from "./users.ts";
+import type { ConfirmedPassword } from "./sign-in.ts";
+import { nowSeconds, toUser, type User, type UserService, userNotFound } from "./users.ts";
+
+export const userIsActive = refusal("user.active", "conflict", () => "user is active; reset it instead");
+export const mailCryptKeyUnopenable = refusal(
+  "mail_crypt.key_unopenable",
+  "conflict",
+  () => "the MailCrypt key cannot be opened with this password",
+);
+export const passwordChangedConcurrently = refusal(
+  "password.changed_concurrently",
+  "conflict",
+  () => "the password was changed concurrently; try again",
+);
+export const accountChangedMeanwhile = refusal(
+  "user.changed_meanwhile",
+  "conflict",
+  () => "the account changed meanwhile; try again",
+);
 
 /** A stored password that no verifier accepts (the Unix "locked" convention). */
 export const unusablePassword = (): string => `!deleted!${randomBytes(24).toString("hex")}`;
@@ -84,7 +104,7 @@ export class LifecycleService {
   async delete(rawEmail: string, trx?: Transaction<Database>): Promise<void> {
     if (!trx) return this.#db.transaction().execute((t) => this.delete(rawEmail, t));
     const user = await this.#active(rawEmail, trx);
-    if (!(await this.#delete(user, trx))) throw notFound("user not found");
+    if (!(await this.#delete(user, trx))) throw userNotFound();
   }
 
   /**
@@ -148,7 +168,7 @@ export class LifecycleService {
 
   /** New password; new keys and recovery token where MailCrypt applies, none otherwise; 2FA off. */
   async reset(rawEmail: string, rawPassword: string): Promise<NewCredentials> {
-    const password = checkNewPassword(rawPassword);
+    const password = await this.#users.passwordPolicy.require(rawPassword);
     const user = await this.#active(rawEmail);
     const { hash, material } = await this.#newCredentials(user, password, "reset");
     await this.#db.transaction().execute(async (trx) => {
@@ -158,7 +178,7 @@ export class LifecycleService {
         .where("id", "=", user.id)
         .where(isActiveUser)
         .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) !== 1) throw notFound("user not found");
+      if (Number(updated.numUpdatedRows) !== 1) throw userNotFound();
       await endWebSessions(trx, user.id);
       await this.#events.record(trx, "user.reset", user);
     });
@@ -171,11 +191,11 @@ export class LifecycleService {
    * inactive-user job does not delete the account again before its owner had a chance to sign in.
    */
   async restore(rawEmail: string, rawPassword: string): Promise<NewCredentials> {
-    const password = checkNewPassword(rawPassword);
+    const password = await this.#users.passwordPolicy.require(rawPassword);
     const address = parseAddress(String(rawEmail));
     const user = address ? await this.#users.findByEmail(address.email) : null;
-    if (!user) throw notFound("user not found");
-    if (!user.deleted) throw conflict("user is active; reset it instead");
+    if (!user) throw userNotFound();
+    if (!user.deleted) throw userIsActive();
     const { hash, material } = await this.#newCredentials(user, password, "restore");
     await this.#db.transaction().execute(async (trx) => {
       const updated = await trx
@@ -184,7 +204,7 @@ export class LifecycleService {
         .where("id", "=", user.id)
         .where("deleted", "=", 1)
         .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) !== 1) throw conflict("user is active; reset it instead");
+      if (Number(updated.numUpdatedRows) !== 1) throw userIsActive();
       await recordActivity(trx, user, { kind: "restore" });
     });
     return { recoveryToken: material?.recoveryToken ?? null };
@@ -192,25 +212,20 @@ export class LifecycleService {
 
   /** A password change by someone who knows the old one: the MailCrypt key is re-sealed, mail stays readable. */
   async changePassword(
-    rawEmail: string,
-    oldPassword: string,
+    proof: ConfirmedPassword,
     rawNewPassword: unknown,
     options: { keepSessionIdHash?: string } = {},
   ): Promise<void> {
-    const newPassword = checkNewPassword(rawNewPassword);
-    const user = await this.#active(rawEmail);
-    if (!(await verifyPassword(oldPassword, user.passwordHash, this.#pool)).valid)
-      throw invalid("old password: wrong password");
-    if (oldPassword === newPassword)
-      throw invalid("password: the new password is identical with the old one");
+    const { user, password: oldPassword } = proof;
+    if (oldPassword === rawNewPassword) throw passwordIdentical();
+    const newPassword = await this.#users.passwordPolicy.require(rawNewPassword);
     let secretBox = user.mailCryptSecretBox;
     if (secretBox) {
       try {
         const privateKey = await openSecretBox(secretBox, oldPassword, this.#pool);
         secretBox = await sealSecretBox(privateKey, newPassword, this.#pool);
       } catch (error) {
-        if (error instanceof SecretBoxError)
-          throw conflict("the MailCrypt key cannot be opened with this password");
+        if (error instanceof SecretBoxError) throw mailCryptKeyUnopenable();
         throw error;
       }
     }
@@ -227,8 +242,7 @@ export class LifecycleService {
         .where("id", "=", user.id)
         .where("password", "=", user.passwordHash)
         .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) !== 1)
-        throw conflict("the password was changed concurrently; try again");
+      if (Number(updated.numUpdatedRows) !== 1) throw passwordChangedConcurrently();
       await endWebSessions(trx, user.id, options.keepSessionIdHash);
     });
   }
@@ -238,10 +252,8 @@ export class LifecycleService {
    * under it (a user without keys gets a pair first, not switched on), which makes the old token
    * useless and stops a recovery in progress. The token is returned once and never stored.
    */
-  async renewRecoveryToken(rawEmail: string, password: string): Promise<string> {
-    const user = await this.#active(rawEmail);
-    if (!(await verifyPassword(password, user.passwordHash, this.#pool)).valid)
-      throw invalid("password: wrong password");
+  async renewRecoveryToken(proof: ConfirmedPassword): Promise<string> {
+    const { user, password } = proof;
     let privateKey: string;
     let publicKey = user.mailCryptPublicKey;
     let secretBox = user.mailCryptSecretBox;
@@ -249,8 +261,7 @@ export class LifecycleService {
       try {
         privateKey = await openSecretBox(secretBox, password, this.#pool);
       } catch (error) {
-        if (error instanceof SecretBoxError)
-          throw conflict("the MailCrypt key cannot be opened with this password");
+        if (error instanceof SecretBoxError) throw mailCryptKeyUnopenable();
         throw error;
       }
     } else {
@@ -274,7 +285,7 @@ export class LifecycleService {
       .where("password", "=", user.passwordHash)
       .where(isActiveUser)
       .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== 1) throw conflict("the account changed meanwhile; try again");
+    if (Number(updated.numUpdatedRows) !== 1) throw accountChangedMeanwhile();
     return recoveryToken;
   }
 
@@ -290,7 +301,7 @@ export class LifecycleService {
           .where("deleted", "=", 0)
           .executeTakeFirst()
       : null;
-    if (!address || Number(updated?.numUpdatedRows ?? 0) !== 1) throw notFound("alias not found");
+    if (!address || Number(updated?.numUpdatedRows ?? 0) !== 1) throw aliasNotFound();
     await this.removeOrphanedOpenPgpKeys([address.email], trx);
   }
 

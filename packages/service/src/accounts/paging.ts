@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from "kysely";
-import { invalid, type ServiceError } from "../errors.ts";
+import { type RefusalDefinition, type RefusalKind, refusal } from "../errors.ts";
 
 export interface Page {
   search: string;
@@ -23,24 +23,48 @@ export interface WholeNumberRule {
   fallback: number;
   max: number;
   outOfRange: "lenient" | "refuse";
-  refuse: (message: string) => ServiceError;
+  refusals: WholeNumberRefusals;
 }
+
+export interface WholeNumberRefusals {
+  notWhole: RefusalDefinition<{ field: string }>;
+  negative: RefusalDefinition<{ field: string }>;
+  aboveMax: RefusalDefinition<{ field: string; max: number }>;
+}
+
+const wholeNumberRefusals = (prefix: string, kind: RefusalKind): WholeNumberRefusals => ({
+  notWhole: refusal<{ field: string }>(
+    `${prefix}.not_whole_number`,
+    kind,
+    ({ field }) => `${field}: must be a whole number`,
+  ),
+  negative: refusal<{ field: string }>(`${prefix}.negative`, kind, ({ field }) => `${field}: at least 0`),
+  aboveMax: refusal<{ field: string; max: number }>(
+    `${prefix}.above_max`,
+    kind,
+    ({ field, max }) => `${field}: at most ${max}`,
+  ),
+});
+/** The integration API's answers (400, as userli's clients expect). */
+export const queryNumberRefusals = wholeNumberRefusals("query", "bad_request");
+/** The admin API's and the console's answers (422, like their other fields). */
+export const fieldNumberRefusals = wholeNumberRefusals("field", "invalid");
 
 /** The one parser of whole-number query parameters: digits with an optional minus, any length. */
 export function readWholeNumber(raw: unknown, name: string, rule: WholeNumberRule): number {
   if (raw === undefined || raw === "") return rule.fallback;
-  if (typeof raw !== "string" || !/^-?\d+$/.test(raw)) throw rule.refuse(`${name}: must be a whole number`);
+  if (typeof raw !== "string" || !/^-?\d+$/.test(raw)) throw rule.refusals.notWhole({ field: name });
   const lenient = rule.outOfRange === "lenient";
   // "-0" is 0; any other minus sign is out of range.
   if (raw.startsWith("-") && /[1-9]/.test(raw)) {
     if (lenient) return rule.fallback;
-    throw rule.refuse(`${name}: at least 0`);
+    throw rule.refusals.negative({ field: name });
   }
   // Past the largest safe integer Number() loses digits, but any such value is above every `max`.
   const value = Math.abs(Number(raw));
   if (value <= rule.max) return value;
   if (lenient) return rule.max;
-  throw rule.refuse(`${name}: at most ${rule.max}`);
+  throw rule.refusals.aboveMax({ field: name, max: rule.max });
 }
 
 /** A search term as every list takes it: trimmed, at most 254 characters (the longest address). */
@@ -56,13 +80,13 @@ export function readPage(query: Record<string, unknown>): Page {
       fallback: 50,
       max: 500,
       outOfRange: "refuse",
-      refuse: invalid,
+      refusals: fieldNumberRefusals,
     }),
     offset: readWholeNumber(query.offset, "offset", {
       fallback: 0,
       max: 1_000_000_000,
       outOfRange: "refuse",
-      refuse: invalid,
+      refusals: fieldNumberRefusals,
     }),
   };
 }

@@ -1,13 +1,49 @@
 import { createHash } from "node:crypto";
-import { maxPasswordBytes, minPasswordLength } from "./users.ts";
+import { MAX_PASSWORD_BYTES } from "../credentials/passwords.ts";
+import { refusal } from "../errors.ts";
 
-export type PasswordProblem = "too_short" | "too_long" | "compromised";
+/** The rule's bounds: at least 12 characters, at most what the hasher takes. */
+export const minPasswordLength = 12;
+export const maxPasswordBytes = MAX_PASSWORD_BYTES;
+
+export const passwordBlank = refusal("password.blank", "invalid", () => "password: must not be blank");
+export const passwordTooShort = refusal<{ min: number }>(
+  "password.too_short",
+  "invalid",
+  ({ min }) => `password: must be at least ${min} characters`,
+);
+export const passwordTooLong = refusal<{ max: number }>(
+  "password.too_long",
+  "invalid",
+  ({ max }) => `password: must be at most ${max} bytes`,
+);
+export const passwordLeaked = refusal(
+  "password.leaked",
+  "invalid",
+  () => "password: the password has been leaked in a data breach; choose another one",
+);
+/** A new password equal to the current one (a change must change it). */
+export const passwordIdentical = refusal(
+  "password.identical",
+  "invalid",
+  () => "password: the new password is identical with the old one",
+);
+
+/** The shape of a new password alone (no lookup): blank, too short, too long. Throws the refusal. */
+export function checkPasswordShape(password: unknown): string {
+  if (typeof password !== "string" || password.length === 0) throw passwordBlank();
+  if ([...password].length < minPasswordLength) throw passwordTooShort({ min: minPasswordLength });
+  if (Buffer.byteLength(password, "utf8") > maxPasswordBytes)
+    throw passwordTooLong({ max: maxPasswordBytes });
+  return password;
+}
 
 /**
- * The rule for a password a person chooses (web password change, registration, recovery, the
- * webmail's password plugin): at least 12 characters, and, when PWNED_PASSWORDS_URL is set, not
- * in the k-anonymity range API of leaked passwords (Have I Been Pwned's protocol: only the first
- * five hex digits of the SHA-1 leave the host). The range API being down does not block anyone.
+ * The one rule for a password a person chooses, applied by the services at every door that sets
+ * one (web and admin pages, admin API, console, webmail, recovery, registration, CSV import): the
+ * shape above and, when PWNED_PASSWORDS_URL is set, not in the k-anonymity range API of leaked
+ * passwords (Have I Been Pwned's protocol: only the first five hex digits of the SHA-1 leave the
+ * host). The range API being down does not block anyone.
  */
 export class PasswordPolicy {
   readonly #rangeUrl: string | null;
@@ -23,14 +59,14 @@ export class PasswordPolicy {
     this.#onLookupError = options.onLookupError ?? (() => {});
   }
 
-  async check(password: string): Promise<PasswordProblem | null> {
-    if ([...password].length < minPasswordLength) return "too_short";
-    if (Buffer.byteLength(password, "utf8") > maxPasswordBytes) return "too_long";
-    if (this.#rangeUrl && (await this.#isCompromised(password))) return "compromised";
-    return null;
+  /** The password if it passes; else throws `password.blank`, `.too_short`, `.too_long` or `.leaked`. */
+  async require(password: unknown): Promise<string> {
+    const shaped = checkPasswordShape(password);
+    if (this.#rangeUrl && (await this.#isLeaked(shaped))) throw passwordLeaked();
+    return shaped;
   }
 
-  async #isCompromised(password: string): Promise<boolean> {
+  async #isLeaked(password: string): Promise<boolean> {
     const sha1 = createHash("sha1").update(password, "utf8").digest("hex").toUpperCase();
     const prefix = sha1.slice(0, 5);
     const suffix = sha1.slice(5);

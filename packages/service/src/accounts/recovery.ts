@@ -13,9 +13,10 @@ import type { Database } from "../db/schema.ts";
 import type { Locale } from "../i18n/catalogue.ts";
 import type { MailOutbox } from "../mail/outbox.ts";
 import { parseAddress } from "./addresses.ts";
+import type { PasswordPolicy } from "./password-policy.ts";
 import { activeUserRow, endWebSessions, isActiveUser } from "./queries.ts";
 import type { SignInThrottle } from "./sign-in-throttle.ts";
-import { checkNewPassword, nowSeconds } from "./users.ts";
+import { nowSeconds } from "./users.ts";
 
 /** The reference's fixed periods: a new password can be set 2 days after the start, until day 30. */
 export const recoveryWaitSeconds = 2 * 86400;
@@ -72,9 +73,17 @@ export class RecoveryService {
   readonly #pool: CryptoPool;
   readonly #throttle: SignInThrottle;
   readonly #mail: MailOutbox;
+  readonly #passwordPolicy: PasswordPolicy;
   #decoyBox: Promise<string> | null = null;
 
-  constructor(db: Kysely<Database>, pool: CryptoPool, throttle: SignInThrottle, mail: MailOutbox) {
+  constructor(
+    db: Kysely<Database>,
+    pool: CryptoPool,
+    throttle: SignInThrottle,
+    mail: MailOutbox,
+    passwordPolicy: PasswordPolicy,
+  ) {
+    this.#passwordPolicy = passwordPolicy;
     this.#db = db;
     this.#pool = pool;
     this.#throttle = throttle;
@@ -131,7 +140,7 @@ export class RecoveryService {
     rawNewPassword: unknown,
     request: Omit<RecoveryRequest, "locale">,
   ): Promise<RecoveryResult> {
-    const newPassword = checkNewPassword(rawNewPassword);
+    const newPassword = await this.#passwordPolicy.require(rawNewPassword);
     const verified = await this.#verify(rawEmail, rawToken, request);
     if ("kind" in verified) return verified;
     const now = nowSeconds();

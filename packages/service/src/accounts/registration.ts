@@ -1,12 +1,12 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { ServiceError } from "../errors.ts";
+import { refusal, ServiceError } from "../errors.ts";
 import type { Locale } from "../i18n/catalogue.ts";
 import { checkAddress } from "./address-syntax.ts";
 import type { InviteCodeProblem, InviteCodeService } from "./invite-codes.ts";
-import type { PasswordPolicy, PasswordProblem } from "./password-policy.ts";
+import type { PasswordPolicy } from "./password-policy.ts";
 import type { ReservedNameService } from "./reserved-names.ts";
-import type { User, UserService } from "./users.ts";
+import { addressTaken, type User, type UserService } from "./users.ts";
 
 /** Local parts people register (reference section 5.5): 3 to 32 of [a-z0-9._-], after lower-casing. */
 export const minLocalPartLength = 3;
@@ -19,16 +19,17 @@ export type LocalPartProblem = "too_short" | "too_long" | "characters" | "syntax
 export type RegistrationProblem =
   | { field: "code"; reason: InviteCodeProblem }
   | { field: "localPart"; reason: LocalPartProblem }
-  | { field: "password"; reason: PasswordProblem };
+  /** The password policy's refusal (accounts/password-policy.ts). */
+  | { field: "password"; reason: ServiceError };
 
-/** A refused registration: nothing was written. */
-export class RegistrationRefused extends ServiceError {
-  readonly problems: RegistrationProblem[];
-  constructor(problems: RegistrationProblem[]) {
-    super("invalid", `registration refused: ${problems.map((p) => `${p.field} ${p.reason}`).join(", ")}`);
-    this.problems = problems;
-  }
-}
+/** A refused registration, with every problem found: nothing was written. */
+export const registrationRefused = refusal<{ problems: RegistrationProblem[] }>(
+  "registration.refused",
+  "invalid",
+  ({ problems }) =>
+    `registration refused: ${problems.map((p) => `${p.field} ${typeof p.reason === "string" ? p.reason : p.reason.code}`).join(", ")}`,
+);
+const refused = (...problems: RegistrationProblem[]) => registrationRefused({ problems });
 
 /** Where the welcome e-mail goes: the e-mail outbox (mail/outbox.ts), written in the same transaction. */
 export interface WelcomeMail {
@@ -103,12 +104,12 @@ export class RegistrationService {
   }
 
   /**
-   * Registers an account, or throws RegistrationRefused with every problem found (nothing
+   * Registers an account, or throws `registration.refused` with every problem found (nothing
    * written). Everything is checked again here, whatever the page checked before.
    */
   async register(input: RegistrationInput): Promise<Registration> {
     const check = await this.#inviteCodes.validate(typeof input.code === "string" ? input.code : "");
-    if (!check.ok) throw new RegistrationRefused([{ field: "code", reason: check.problem }]);
+    if (!check.ok) throw refused({ field: "code", reason: check.problem });
     const domain = check.code.domain;
     const localPart = typeof input.localPart === "string" ? input.localPart.trim().toLowerCase() : "";
     const password = typeof input.password === "string" ? input.password : "";
@@ -118,9 +119,13 @@ export class RegistrationService {
     if (shape) problems.push({ field: "localPart", reason: shape });
     else if (!(await this.isAvailable(localPart, domain)))
       problems.push({ field: "localPart", reason: "taken" });
-    const weak = await this.#passwordPolicy.check(password);
-    if (weak) problems.push({ field: "password", reason: weak });
-    if (problems.length > 0) throw new RegistrationRefused(problems);
+    try {
+      await this.#passwordPolicy.require(password);
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      problems.push({ field: "password", reason: error });
+    }
+    if (problems.length > 0) throw refused(...problems);
 
     const email = `${localPart}@${domain}`;
     try {
@@ -130,22 +135,22 @@ export class RegistrationService {
           within: async (trx, user) => {
             // Checked again in the transaction: a name reserved meanwhile is refused too.
             if (await this.#reservedNames.isReserved(localPart, trx))
-              throw new RegistrationRefused([{ field: "localPart", reason: "taken" }]);
+              throw refused({ field: "localPart", reason: "taken" });
             if (!(await this.#inviteCodes.redeem(trx, check.code.id, user.id)))
-              throw new RegistrationRefused([{ field: "code", reason: "redeemed" }]);
+              throw refused({ field: "code", reason: "redeemed" });
             await this.#welcomeMail?.welcome(trx, { email: user.email, locale: input.locale ?? "en" });
           },
         },
       );
       return { user: created.user, recoveryToken: created.recoveryToken };
     } catch (error) {
-      if (error instanceof RegistrationRefused) throw error;
+      if (error instanceof ServiceError && error.is(registrationRefused)) throw error;
       // Another registration took the address first: the service's own check (a conflict) or,
       // when both passed it at the same moment, the unique index.
-      if (error instanceof ServiceError && error.kind === "conflict")
-        throw new RegistrationRefused([{ field: "localPart", reason: "taken" }]);
+      if (error instanceof ServiceError && error.is(addressTaken))
+        throw refused({ field: "localPart", reason: "taken" });
       if (!(error instanceof ServiceError) && (await this.#users.findByEmail(email)))
-        throw new RegistrationRefused([{ field: "localPart", reason: "taken" }]);
+        throw refused({ field: "localPart", reason: "taken" });
       throw error;
     }
   }

@@ -1,9 +1,25 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { conflict, invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { checkAddress } from "./address-syntax.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { nowSeconds } from "./users.ts";
+
+export const reservedNameInvalid = refusal(
+  "reserved_name.invalid",
+  "invalid",
+  () => "name: not a local part (letters, digits and . _ + = -)",
+);
+export const reservedNameExists = refusal<{ name: string }>(
+  "reserved_name.exists",
+  "conflict",
+  ({ name }) => `name: ${name} is already reserved`,
+);
+export const reservedNameNotFound = refusal(
+  "reserved_name.not_found",
+  "not_found",
+  () => "reserved name not found",
+);
 
 /**
  * Reserved names (reference section 1.7): local parts nobody may register or take as a custom
@@ -75,9 +91,9 @@ export class ReservedNameService {
 
   async create(raw: string): Promise<ReservedName> {
     const name = normalizeReservedName(raw);
-    if (!name) throw invalid("name: not a local part (letters, digits and . _ + = -)");
+    if (!name) throw reservedNameInvalid();
     return this.#db.transaction().execute(async (trx) => {
-      if (await this.isReserved(name, trx)) throw conflict(`name: ${name} is already reserved`);
+      if (await this.isReserved(name, trx)) throw reservedNameExists({ name });
       const now = nowSeconds();
       await trx.insertInto("reserved_names").values({ name, created_at: now, updated_at: now }).execute();
       const row = await trx
@@ -92,7 +108,7 @@ export class ReservedNameService {
   async delete(raw: string): Promise<void> {
     const name = typeof raw === "string" ? raw.trim().toLowerCase() : "";
     const result = await this.#db.deleteFrom("reserved_names").where("name", "=", name).executeTakeFirst();
-    if (Number(result.numDeletedRows) === 0) throw notFound("reserved name not found");
+    if (Number(result.numDeletedRows) === 0) throw reservedNameNotFound();
   }
 
   /**

@@ -1,11 +1,17 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { badRequest } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { inactiveSince, inactivityCutoffs } from "./inactivity.ts";
 import { isActiveUser } from "./queries.ts";
 import type { SettingsService } from "./settings.ts";
 import { nowSeconds, type UserService } from "./users.ts";
+
+export const timestampInFuture = refusal(
+  "retention.timestamp_in_future",
+  "bad_request",
+  () => "timestamp in future",
+);
 
 /** What the mailbox janitor asks and reports: the inactive users, and activity seen on the mail server. */
 export class RetentionService {
@@ -38,7 +44,7 @@ export class RetentionService {
   /** Stores a reported activity time exactly, if it is newer than what is stored. */
   async touch(rawEmail: string, timestamp: number | null): Promise<void> {
     const now = nowSeconds();
-    if (timestamp !== null && timestamp > now) throw badRequest("timestamp in future");
+    if (timestamp !== null && timestamp > now) throw timestampInFuture();
     const user = await this.#users.getActive(rawEmail);
     const at = timestamp === null || timestamp === 0 ? now : timestamp;
     await recordActivity(this.#db, user, { kind: "reported", at });

@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { invalid } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
 
 type SettingType = "string" | "integer" | "boolean" | "email" | "url" | "text" | "choice";
@@ -125,43 +125,79 @@ export type Settings = { [K in SettingName]: ValueOf<(typeof settingDefinitions)
 
 export const isSettingName = (name: string): name is SettingName => Object.hasOwn(settingDefinitions, name);
 
-/** Checks one value and returns its stored string form; throws `invalid` naming the setting. */
+export const settingUnknown = refusal<{ setting: string }>(
+  "setting.unknown",
+  "invalid",
+  ({ setting }) => `unknown setting: ${setting}`,
+);
+/** One rule of a setting's value; `setting` names it, the other parameters are the rule's bounds. */
+const settingRule = <P extends object = Record<never, never>>(rule: string, why: (params: P) => string) =>
+  refusal<P & { setting: string }>(`setting.${rule}`, "invalid", (p) => `${p.setting}: ${why(p)}`);
+export const settingRequired = settingRule("required", () => "a value is required");
+export const settingNotInteger = settingRule("not_integer", () => "must be a whole number");
+export const settingTooSmall = settingRule<{ min: number }>(
+  "too_small",
+  ({ min }) => `must be at least ${min}`,
+);
+export const settingTooLarge = settingRule<{ max: number }>(
+  "too_large",
+  ({ max }) => `must be at most ${max}`,
+);
+export const settingNotChoice = settingRule<{ choices: string }>(
+  "not_choice",
+  ({ choices }) => `must be one of ${choices}`,
+);
+export const settingNotBoolean = settingRule("not_boolean", () => "must be true or false");
+export const settingNotText = settingRule("not_text", () => "must be a string");
+export const settingBlank = settingRule("blank", () => "must not be blank");
+export const settingTooShort = settingRule<{ min: number }>(
+  "too_short",
+  ({ min }) => `must be at least ${min} characters`,
+);
+export const settingTooLong = settingRule<{ max: number }>(
+  "too_long",
+  ({ max }) => `must be at most ${max} characters`,
+);
+export const settingNotAddress = settingRule("not_address", () => "must be an e-mail address");
+export const settingNotUrl = settingRule("not_url", () => "must be an http(s) URL");
+
+/** Checks one value and returns its stored string form; throws the refusal naming the setting. */
 export function normalizeSetting(name: string, value: unknown): string {
-  if (!isSettingName(name)) throw invalid(`unknown setting: ${name}`);
+  if (!isSettingName(name)) throw settingUnknown({ setting: name });
   const def: SettingDefinition = settingDefinitions[name];
-  const fail = (why: string) => invalid(`${name}: ${why}`);
-  if (value === null || value === undefined) throw fail("a value is required");
+  const setting = name;
+  if (value === null || value === undefined) throw settingRequired({ setting });
   switch (def.type) {
     case "integer": {
       const text = String(value).trim();
-      if (!/^-?\d+$/.test(text)) throw fail("must be a whole number");
+      if (!/^-?\d+$/.test(text)) throw settingNotInteger({ setting });
       const n = Number(text);
-      if (def.min !== undefined && n < def.min) throw fail(`must be at least ${def.min}`);
-      if (def.max !== undefined && n > def.max) throw fail(`must be at most ${def.max}`);
-      if (def.choices && !def.choices.includes(n)) throw fail(`must be one of ${def.choices.join(", ")}`);
+      if (def.min !== undefined && n < def.min) throw settingTooSmall({ setting, min: def.min });
+      if (def.max !== undefined && n > def.max) throw settingTooLarge({ setting, max: def.max });
+      if (def.choices && !def.choices.includes(n))
+        throw settingNotChoice({ setting, choices: def.choices.join(", ") });
       return String(n);
     }
     case "boolean": {
       if (value === true || value === "true" || value === "1" || value === 1) return "1";
       if (value === false || value === "false" || value === "0" || value === 0) return "0";
-      throw fail("must be true or false");
+      throw settingNotBoolean({ setting });
     }
     default: {
-      if (typeof value !== "string") throw fail("must be a string");
+      if (typeof value !== "string") throw settingNotText({ setting });
       const text = def.type === "text" ? value : value.trim();
       if (text === "") {
         if (def.optional) return "";
-        throw fail("must not be blank");
+        throw settingBlank({ setting });
       }
-      if (def.minLength !== undefined && text.length < def.minLength) {
-        throw fail(`must be at least ${def.minLength} characters`);
-      }
+      if (def.minLength !== undefined && text.length < def.minLength)
+        throw settingTooShort({ setting, min: def.minLength });
       if (text.length > (def.maxLength ?? 4000))
-        throw fail(`must be at most ${def.maxLength ?? 4000} characters`);
-      if (def.type === "email" && parseAddress(text) === null) throw fail("must be an e-mail address");
-      if (def.type === "url" && !/^https?:\/\/[^\s/]+\.[^\s/]+/.test(text))
-        throw fail("must be an http(s) URL");
-      if (def.choices && !def.choices.includes(text)) throw fail(`must be one of ${def.choices.join(", ")}`);
+        throw settingTooLong({ setting, max: def.maxLength ?? 4000 });
+      if (def.type === "email" && parseAddress(text) === null) throw settingNotAddress({ setting });
+      if (def.type === "url" && !/^https?:\/\/[^\s/]+\.[^\s/]+/.test(text)) throw settingNotUrl({ setting });
+      if (def.choices && !def.choices.includes(text))
+        throw settingNotChoice({ setting, choices: def.choices.join(", ") });
       return text;
     }
   }

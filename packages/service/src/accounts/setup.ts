@@ -1,9 +1,20 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { conflict } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import type { Domain, DomainService } from "./domains.ts";
 import { type SettingName, type SettingsService, settingDefinitions } from "./settings.ts";
 import type { CreatedUser, UserService } from "./users.ts";
+
+export const setupStepClosed = refusal<{ step: string; next: string }>(
+  "setup.step_closed",
+  "conflict",
+  ({ step, next }) => `setup: the ${step} step is not open (next step: ${next})`,
+);
+export const setupNoPrimaryDomain = refusal(
+  "setup.no_primary_domain",
+  "conflict",
+  () => "setup: no primary domain",
+);
 
 /**
  * The first-run setup (reference section 5.3, `/init`): the primary domain, the first admin, the
@@ -62,7 +73,7 @@ export class SetupService {
 
   async #expect(step: SetupStep): Promise<void> {
     const now = await this.step();
-    if (now !== step) throw conflict(`setup: the ${step} step is not open (next step: ${now})`);
+    if (now !== step) throw setupStepClosed({ step, next: now });
   }
 
   /** Step 1, only while no domain exists: the primary domain. */
@@ -79,7 +90,7 @@ export class SetupService {
   async createFirstAdmin(password: string): Promise<CreatedUser> {
     await this.#expect("admin");
     const primary = await this.#domains.primary();
-    if (!primary) throw conflict("setup: no primary domain");
+    if (!primary) throw setupNoPrimaryDomain();
     return this.#users.create({
       email: `postmaster@${primary.name}`,
       password,

@@ -5,6 +5,7 @@ import { openSecretBox, SecretBoxError } from "../credentials/mailcrypt.ts";
 import { hashPassword, verifyDummy, verifyPassword } from "../credentials/passwords.ts";
 import { totpStepFor } from "../credentials/totp.ts";
 import type { Database } from "../db/schema.ts";
+import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
 import {
@@ -28,9 +29,35 @@ export type SignInResult =
   | { kind: "unknown" }
   | { kind: "wrong_password" }
   | { kind: "spam"; user: User }
-  | { kind: "password_change_required"; user: User }
+  | { kind: "password_change_required"; user: User; proof: ConfirmedPassword }
   | { kind: "throttled"; retryAfter: number }
-  | { kind: "ok"; user: User; mailCrypt: MailCryptUnlock };
+  | { kind: "ok"; user: User; mailCrypt: MailCryptUnlock; proof: ConfirmedPassword };
+
+/** The current password, asked again to confirm a change, is not the user's. */
+export const passwordWrong = refusal("password.wrong", "invalid", () => "password: wrong password");
+/** The brute-force policy refuses the attempt unchecked (sign-in-throttle.ts); `retryAfter` in seconds. */
+export const signInThrottled = refusal<{ retryAfter: number }>(
+  "sign_in.throttled",
+  "throttled",
+  () => "too many failed sign-ins, try again later",
+);
+
+const confirmed = Symbol("confirmed password");
+/**
+ * The user's current password, checked by `confirmPassword` (or a sign-in) a moment ago: what a
+ * change that needs the password (new password, recovery token, deletion) takes as its proof, so no
+ * such change checks a password itself, unthrottled.
+ */
+export interface ConfirmedPassword {
+  readonly user: User;
+  readonly password: string;
+  readonly [confirmed]: true;
+}
+const confirmation = (user: User, password: string): ConfirmedPassword => ({
+  user,
+  password,
+  [confirmed]: true,
+});
 
 /** The outcome of a second-factor check; see `SignInService.validateSecondFactor`. */
 export type SecondFactorResult =
@@ -113,6 +140,31 @@ export class SignInService {
     return result;
   }
 
+  /**
+   * The one re-confirmation of a signed-in user's current password (password change, recovery token,
+   * deletion, two-factor and OpenPGP changes, at every door): under the brute-force policy, counted
+   * for the account and the client like a sign-in, but not recorded as one. Throws `sign_in.throttled`
+   * (unchecked) or `password.wrong`.
+   */
+  async confirmPassword(user: User, password: string, client?: string): Promise<ConfirmedPassword> {
+    const subjects = { account: user.email, client };
+    const retryAfter = await this.#throttle.retryAfter(subjects);
+    if (retryAfter > 0) throw signInThrottled({ retryAfter });
+    const current = await this.#users.findByEmail(user.email);
+    const valid =
+      current !== null &&
+      !current.deleted &&
+      typeof password === "string" &&
+      password !== "" &&
+      (await verifyPassword(password, current.passwordHash, this.#pool)).valid;
+    if (!valid || !current) {
+      await this.#throttle.recordFailure(subjects);
+      throw passwordWrong();
+    }
+    await this.#throttle.recordSuccess(subjects);
+    return confirmation(current, password);
+  }
+
   /** The second step of a deferred sign-in succeeded: now it counts as the user's activity. */
   async recordSecondFactor(user: User): Promise<void> {
     await recordActivity(this.#db, user, { kind: "sign-in" });
@@ -130,7 +182,8 @@ export class SignInService {
     if (!check.valid) return { kind: "wrong_password" };
     const roles = effectiveRoles(user.roles);
     if (roles.has("ROLE_SPAM")) return { kind: "spam", user };
-    if (user.passwordChangeRequired) return { kind: "password_change_required", user };
+    if (user.passwordChangeRequired)
+      return { kind: "password_change_required", user, proof: confirmation(user, password) };
 
     const level = await this.#settings.get("mail_crypt");
     let current = user;
@@ -144,7 +197,7 @@ export class SignInService {
     const mailCrypt = options.unlockMailCrypt
       ? await this.#unlock(current, password, level)
       : { state: "off" as const };
-    return { kind: "ok", user: current, mailCrypt };
+    return { kind: "ok", user: current, mailCrypt, proof: confirmation(current, password) };
   }
 
   /**

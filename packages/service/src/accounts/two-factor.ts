@@ -1,10 +1,16 @@
 import type { Kysely } from "kysely";
 import { generateTotpSecret, totpStepFor } from "../credentials/totp.ts";
 import type { Database } from "../db/schema.ts";
-import { invalid } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { endWebSessions } from "./queries.ts";
 import type { SettingsService } from "./settings.ts";
 import type { User, UserService } from "./users.ts";
+
+export const totpCodeWrong = refusal(
+  "totp.code_wrong",
+  "invalid",
+  () => "code: the verification code is not valid",
+);
 
 /** A secret offered to the user and not yet confirmed with a code (kept by the caller, e.g. a web session). */
 export interface PendingTotp {
@@ -65,7 +71,7 @@ export class TwoFactorService {
     options: { keepSessionIdHash?: string } = {},
   ): Promise<string[]> {
     const step = totpStepFor(pending.secret, code, Date.now(), null);
-    if (step === null) throw invalid("code: the verification code is not valid");
+    if (step === null) throw totpCodeWrong();
     const { backupCodes } = await this.#users.enableTotp(
       user.email,
       { secret: pending.secret },

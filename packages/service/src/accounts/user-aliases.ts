@@ -1,14 +1,14 @@
 import { randomInt } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import { type Database, flag } from "../db/schema.ts";
-import { ServiceError } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import type { Locale } from "../i18n/catalogue.ts";
 import { parseNewAddress } from "./addresses.ts";
 import type { LifecycleService } from "./lifecycle.ts";
 import { isActiveUser } from "./queries.ts";
 import type { ReservedNameService } from "./reserved-names.ts";
 import { effectiveRoles } from "./roles.ts";
-import { nowSeconds, type User } from "./users.ts";
+import { nowSeconds, type User, userNotFound } from "./users.ts";
 
 /** Limits of the reference (5.6): fewer than 100 active random and fewer than 3 active custom aliases. */
 export const maxRandomAliases = 100;
@@ -19,35 +19,39 @@ const randomAlphabet = "0123456789abcdefghijklmnopqrstuvwxyz";
 /** The reference's character rule for a custom local part; our address syntax applies on top. */
 const customLocalPart = /^[a-z0-9._-]+$/;
 
-/** Why an alias was not created or deleted; each has its own sentence on the page. */
-export type AliasRefusal =
-  | "note_too_long"
-  | "random_limit"
-  | "custom_limit"
-  | "characters"
-  | "syntax"
-  | "taken"
-  | "not_found"
-  | "forbidden";
-
-const kindOf: Record<AliasRefusal, ServiceError["kind"]> = {
-  note_too_long: "invalid",
-  random_limit: "conflict",
-  custom_limit: "conflict",
-  characters: "invalid",
-  syntax: "invalid",
-  taken: "conflict",
-  not_found: "not_found",
-  forbidden: "invalid",
-};
-
-export class AliasRefused extends ServiceError {
-  readonly reason: AliasRefusal;
-  constructor(reason: AliasRefusal, message: string) {
-    super(kindOf[reason], message);
-    this.reason = reason;
-  }
-}
+export const ownAliasNoteTooLong = refusal<{ max: number }>(
+  "own_alias.note_too_long",
+  "invalid",
+  ({ max }) => `note: at most ${max} characters`,
+);
+export const ownAliasRandomLimit = refusal<{ max: number }>(
+  "own_alias.random_limit",
+  "conflict",
+  ({ max }) => `at most ${max} random aliases`,
+);
+export const ownAliasCustomLimit = refusal<{ max: number }>(
+  "own_alias.custom_limit",
+  "conflict",
+  ({ max }) => `at most ${max} custom aliases`,
+);
+export const ownAliasCharacters = refusal(
+  "own_alias.characters",
+  "invalid",
+  () => "local part: only letters, digits, '-', '_' and '.' are allowed",
+);
+export const ownAliasSyntax = refusal("own_alias.syntax", "invalid", () => "local part: not a valid address");
+export const ownAliasTaken = refusal("own_alias.taken", "conflict", () => "the address is already taken");
+export const ownAliasNotFound = refusal("own_alias.not_found", "not_found", () => "alias not found");
+export const ownAliasNotDeletable = refusal(
+  "own_alias.not_deletable",
+  "forbidden",
+  () => "custom aliases are deleted by the administrators",
+);
+export const ownAliasesNotManaged = refusal(
+  "own_alias.not_permitted",
+  "forbidden",
+  () => "this account may not manage aliases",
+);
 
 /** An alias as its owner sees it. */
 export interface OwnAlias {
@@ -180,18 +184,17 @@ export class UserAliasService {
     const localPart = String(rawLocalPart ?? "")
       .trim()
       .toLowerCase();
-    if (!customLocalPart.test(localPart))
-      throw new AliasRefused("characters", "local part: only letters, digits, '-', '_' and '.' are allowed");
+    if (!customLocalPart.test(localPart)) throw ownAliasCharacters();
     const domain = await this.#domainOf(user);
     const address = parseNewAddress(`${localPart}@${domain}`);
-    if (!address) throw new AliasRefused("syntax", "local part: not a valid address");
+    if (!address) throw ownAliasSyntax();
     return this.#create(user, false, note, options, async (trx) => {
       // A reserved local part (postmaster, abuse, the operator's list) is taken in every domain.
       if (
         !(await isAvailable(trx, address.email)) ||
         (await this.#reservedNames.isReserved(address.localPart, trx))
       )
-        throw new AliasRefused("taken", "the address is already taken");
+        throw ownAliasTaken();
       return address.email;
     });
   }
@@ -210,10 +213,8 @@ export class UserAliasService {
             .where("id", "=", id)
             .executeTakeFirst()
         : undefined;
-      if (!row || flag(row.deleted) || row.user_id !== user.id)
-        throw new AliasRefused("not_found", "alias not found");
-      if (!flag(row.random) && !mayDeleteCustom(user))
-        throw new AliasRefused("forbidden", "custom aliases are deleted by the administrators");
+      if (!row || flag(row.deleted) || row.user_id !== user.id) throw ownAliasNotFound();
+      if (!flag(row.random) && !mayDeleteCustom(user)) throw ownAliasNotDeletable();
       await this.#lifecycle.deleteAlias(row.source, trx);
       return row.source;
     });
@@ -236,7 +237,7 @@ export class UserAliasService {
           .where("id", "=", user.id)
           .where(isActiveUser)
           .executeTakeFirst();
-        if (Number(locked.numUpdatedRows) !== 1) throw new AliasRefused("not_found", "user not found");
+        if (Number(locked.numUpdatedRows) !== 1) throw userNotFound();
         const count = await trx
           .selectFrom("aliases")
           .select((eb) => eb.fn.countAll<number>().as("n"))
@@ -246,10 +247,7 @@ export class UserAliasService {
           .executeTakeFirstOrThrow();
         const limit = random ? maxRandomAliases : maxCustomAliases;
         if (Number(count.n) >= limit)
-          throw new AliasRefused(
-            random ? "random_limit" : "custom_limit",
-            `at most ${limit} ${random ? "random" : "custom"} aliases`,
-          );
+          throw (random ? ownAliasRandomLimit : ownAliasCustomLimit)({ max: limit });
         const source = await chooseAddress(trx);
         const now = nowSeconds();
         await trx
@@ -278,7 +276,7 @@ export class UserAliasService {
         return alias;
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw new AliasRefused("taken", "the address is already taken");
+      if (isUniqueViolation(error)) throw ownAliasTaken();
       throw error;
     }
   }
@@ -299,8 +297,7 @@ export class UserAliasService {
   }
 
   #assertMayManage(user: User) {
-    if (user.deleted || effectiveRoles(user.roles).has("ROLE_SPAM"))
-      throw new AliasRefused("forbidden", "this account may not manage aliases");
+    if (user.deleted || effectiveRoles(user.roles).has("ROLE_SPAM")) throw ownAliasesNotManaged();
   }
 
   async #domainOf(user: User): Promise<string> {
@@ -318,8 +315,7 @@ export function checkNote(raw: unknown): string | null {
   if (raw === undefined || raw === null) return null;
   const note = String(raw).trim();
   if (note === "") return null;
-  if ([...note].length > maxAliasNoteLength)
-    throw new AliasRefused("note_too_long", `note: at most ${maxAliasNoteLength} characters`);
+  if ([...note].length > maxAliasNoteLength) throw ownAliasNoteTooLong({ max: maxAliasNoteLength });
   return note;
 }
 

@@ -1,15 +1,16 @@
 import type { Kysely, Selectable, Transaction } from "kysely";
 import { generateBackupCodes, hashBackupCode } from "../credentials/backup-codes.ts";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
-import { hashPassword, MAX_PASSWORD_BYTES } from "../credentials/passwords.ts";
+import { hashPassword } from "../credentials/passwords.ts";
 import { generateTotpSecret } from "../credentials/totp.ts";
 import { type Database, flag, toFlag, type UserTable } from "../db/schema.ts";
-import { conflict, invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { newAddressProblem, parseAddress, parseNewAddress } from "./addresses.ts";
 import type { AccountEvents } from "./events.ts";
 import { mailCryptFor, mailCryptMaterial } from "./mail-crypt-policy.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
+import type { PasswordPolicy } from "./password-policy.ts";
 import { activeUserRow, isActiveUser, isManagedDomainNamed, managedDomain } from "./queries.ts";
 import { isRole, normalizeRoles, parseStoredRoles, type Role } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
@@ -78,40 +79,94 @@ export function parseStringList(json: string): string[] {
 
 export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
-export const minPasswordLength = 12;
-export const maxPasswordBytes = MAX_PASSWORD_BYTES;
-
-/** The password policy for every password a person chooses (create, change, reset, restore). */
-export function checkNewPassword(password: unknown): string {
-  if (typeof password !== "string" || password.length === 0) throw invalid("password: must not be blank");
-  if ([...password].length < minPasswordLength) {
-    throw invalid(`password: must be at least ${minPasswordLength} characters`);
-  }
-  if (Buffer.byteLength(password) > maxPasswordBytes)
-    throw invalid(`password: must be at most ${maxPasswordBytes} bytes`);
-  return password;
-}
+export const userNotFound = refusal("user.not_found", "not_found", () => "user not found");
+export const addressTaken = refusal<{ email: string }>(
+  "address.taken",
+  "conflict",
+  ({ email }) => `address ${email} is already taken`,
+);
+export const addressInvalid = refusal<{ field: string; problem: string }>(
+  "address.invalid",
+  "invalid",
+  ({ field, problem }) => `${field}: not a valid e-mail address: ${problem}`,
+);
+export const domainNotManaged = refusal<{ field: string; domain: string }>(
+  "domain.not_managed",
+  "invalid",
+  ({ field, domain }) => `${field}: domain ${domain} is not managed here`,
+);
+export const rolesNotList = refusal("roles.not_list", "invalid", () => "roles: must be a list of role names");
+export const roleUnknown = refusal<{ role: string }>(
+  "roles.unknown",
+  "invalid",
+  ({ role }) => `roles: unknown role ${role}`,
+);
+export const quotaInvalid = refusal(
+  "quota.invalid",
+  "invalid",
+  () => "quota: must be a whole number of MiB, 0 or more",
+);
+export const flagInvalid = refusal<{ field: string }>(
+  "flag.invalid",
+  "invalid",
+  ({ field }) => `${field}: must be true or false`,
+);
+export const smtpQuotaNotObject = refusal(
+  "smtp_quota.not_object",
+  "invalid",
+  () => "smtpQuota: must be an object with per_hour and per_day",
+);
+export const smtpQuotaInvalid = refusal<{ field: string }>(
+  "smtp_quota.invalid",
+  "invalid",
+  ({ field }) => `${field}: must be a whole number, 0 or more`,
+);
+export const mailCryptWithoutKeys = refusal(
+  "mail_crypt.no_keys",
+  "invalid",
+  () => "mailCrypt: the user has no MailCrypt keys; reset the user to create them",
+);
+export const lastLoginTimeInvalid = refusal(
+  "last_login_time.invalid",
+  "invalid",
+  () => "lastLoginTime: must be Unix seconds, not in the future, or null",
+);
+export const totpSecretInvalid = refusal(
+  "totp.secret_invalid",
+  "invalid",
+  () => "secret: must be a base32 string of at least 16 characters",
+);
+export const backupCodesInvalid = refusal(
+  "totp.backup_codes_invalid",
+  "invalid",
+  () => "backupCodes: must be a list of up to 20 six-digit codes",
+);
+export const totpStepInvalid = refusal(
+  "totp.step_invalid",
+  "invalid",
+  () => "usedStep: must be a TOTP time step",
+);
 
 export function checkRoles(roles: unknown): Role[] {
   if (!Array.isArray(roles) || !roles.every((r) => typeof r === "string")) {
-    throw invalid("roles: must be a list of role names");
+    throw rolesNotList();
   }
   const unknown = roles.filter((r) => !isRole(r));
-  if (unknown.length > 0) throw invalid(`roles: unknown role ${unknown[0]}`);
+  if (unknown.length > 0) throw roleUnknown({ role: String(unknown[0]) });
   return normalizeRoles(roles);
 }
 
 export function checkQuota(quota: unknown): number | null {
   if (quota === null || quota === undefined) return null;
   if (typeof quota !== "number" || !Number.isSafeInteger(quota) || quota < 0) {
-    throw invalid("quota: must be a whole number of MiB, 0 or more");
+    throw quotaInvalid();
   }
   return quota;
 }
 
 /** A yes/no field: only true or false, never a value that merely looks like one ("false", [false]). */
 export function checkFlag(name: string, value: unknown): boolean {
-  if (typeof value !== "boolean") throw invalid(`${name}: must be true or false`);
+  if (typeof value !== "boolean") throw flagInvalid({ field: name });
   return value;
 }
 
@@ -123,14 +178,13 @@ export interface SmtpQuotaInput {
 
 export function checkSmtpQuota(value: unknown): SmtpQuota {
   if (value === null || value === undefined) return { perHour: null, perDay: null };
-  if (typeof value !== "object" || Array.isArray(value))
-    throw invalid("smtpQuota: must be an object with per_hour and per_day");
+  if (typeof value !== "object" || Array.isArray(value)) throw smtpQuotaNotObject();
   const record = value as Record<string, unknown>;
   const read = (key: string): number | null => {
     const v = record[key];
     if (v === null || v === undefined) return null;
     if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) {
-      throw invalid(`smtpQuota.${key}: must be a whole number, 0 or more`);
+      throw smtpQuotaInvalid({ field: `smtpQuota.${key}` });
     }
     return v;
   };
@@ -220,12 +274,21 @@ export class UserService {
   readonly #pool: CryptoPool;
   readonly #settings: SettingsService;
   readonly #events: AccountEvents;
+  /** The one password rule, for every door that sets a password (accounts/password-policy.ts). */
+  readonly passwordPolicy: PasswordPolicy;
 
-  constructor(db: Kysely<Database>, pool: CryptoPool, settings: SettingsService, events: AccountEvents) {
+  constructor(
+    db: Kysely<Database>,
+    pool: CryptoPool,
+    settings: SettingsService,
+    events: AccountEvents,
+    passwordPolicy: PasswordPolicy,
+  ) {
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
     this.#events = events;
+    this.passwordPolicy = passwordPolicy;
   }
 
   /** Any user with this address, deleted ones included. */
@@ -238,7 +301,7 @@ export class UserService {
   async get(rawEmail: string): Promise<User> {
     const address = parseAddress(rawEmail);
     const user = address ? await this.findByEmail(address.email) : null;
-    if (!user) throw notFound("user not found");
+    if (!user) throw userNotFound();
     return user;
   }
 
@@ -246,7 +309,7 @@ export class UserService {
   async getActive(rawEmail: string, db: Kysely<Database> = this.#db): Promise<User> {
     const address = parseAddress(rawEmail);
     const row = address ? await activeUserRow(db, address.email) : undefined;
-    if (!row) throw notFound("user not found");
+    if (!row) throw userNotFound();
     return toUser(row);
   }
 
@@ -256,8 +319,8 @@ export class UserService {
    */
   async create(input: CreateUserInput, options: CreateUserOptions = {}): Promise<CreatedUser> {
     const address = parseNewAddress(input.email);
-    if (!address) throw invalid(`email: not a valid e-mail address: ${newAddressProblem(input.email)}`);
-    const password = checkNewPassword(input.password);
+    if (!address) throw addressInvalid({ field: "email", problem: newAddressProblem(input.email) ?? "" });
+    const password = await this.passwordPolicy.require(input.password);
     const roles = checkRoles(input.roles ?? []);
     const quota = checkQuota(input.quota);
     const smtpQuota = checkSmtpQuota(input.smtpQuota);
@@ -267,7 +330,7 @@ export class UserService {
         ? false
         : checkFlag("passwordChangeRequired", input.passwordChangeRequired);
     const domain = await managedDomain(this.#db, address.domain);
-    if (!domain) throw invalid(`email: domain ${address.domain} is not managed here`);
+    if (!domain) throw domainNotManaged({ field: "email", domain: address.domain });
     await this.assertAddressAvailable(address.email);
 
     const level = await this.#settings.get("mail_crypt");
@@ -354,7 +417,7 @@ export class UserService {
     }
     if (patch.mailCrypt !== undefined) {
       if (checkFlag("mailCrypt", patch.mailCrypt) && (!user.mailCryptPublicKey || !user.mailCryptSecretBox)) {
-        throw invalid("mailCrypt: the user has no MailCrypt keys; reset the user to create them");
+        throw mailCryptWithoutKeys();
       }
       changes.mail_crypt = toFlag(patch.mailCrypt);
     }
@@ -364,7 +427,7 @@ export class UserService {
         value !== null &&
         (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > nowSeconds())
       ) {
-        throw invalid("lastLoginTime: must be Unix seconds, not in the future, or null");
+        throw lastLoginTimeInvalid();
       }
       lastLoginTime = value;
     }
@@ -401,7 +464,7 @@ export class UserService {
       /^[A-Z2-7]{16,128}=*$/i.test(input.secret.replaceAll(" ", ""))
     ) {
       secret = input.secret.replaceAll(" ", "").replace(/=+$/, "").toUpperCase();
-    } else throw invalid("secret: must be a base32 string of at least 16 characters");
+    } else throw totpSecretInvalid();
     let codes: string[];
     if (input.backupCodes === undefined || input.backupCodes === null) codes = generateBackupCodes();
     else if (
@@ -410,10 +473,9 @@ export class UserService {
       input.backupCodes.every((c) => typeof c === "string" && /^\d{6}$/.test(c))
     ) {
       codes = [...new Set(input.backupCodes)];
-    } else throw invalid("backupCodes: must be a list of up to 20 six-digit codes");
+    } else throw backupCodesInvalid();
     const usedStep = options.usedStep ?? null;
-    if (usedStep !== null && (!Number.isSafeInteger(usedStep) || usedStep < 0))
-      throw invalid("usedStep: must be a TOTP time step");
+    if (usedStep !== null && (!Number.isSafeInteger(usedStep) || usedStep < 0)) throw totpStepInvalid();
     const hashed = await Promise.all(codes.map((code) => hashBackupCode(code)));
     await this.#db
       .updateTable("users")
@@ -450,6 +512,6 @@ export class UserService {
       db.selectFrom("users").select("id").where("email", "=", email).executeTakeFirst(),
       db.selectFrom("aliases").select("id").where("source", "=", email).executeTakeFirst(),
     ]);
-    if (user || alias) throw conflict(`address ${email} is already taken`);
+    if (user || alias) throw addressTaken({ email });
   }
 }

@@ -1,13 +1,20 @@
 import { type Kysely, sql } from "kysely";
 import { parseAddress } from "../accounts/addresses.ts";
 import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
-import type { AliasPatch, AliasService, AliasView, CreateAliasInput } from "../accounts/aliases.ts";
+import {
+  type AliasPatch,
+  type AliasService,
+  type AliasView,
+  aliasNotFound,
+  type CreateAliasInput,
+  ownerNotActive,
+} from "../accounts/aliases.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService } from "../accounts/lifecycle.ts";
 import { parseStoredRoles } from "../accounts/roles.ts";
 import { parseStringList } from "../accounts/users.ts";
 import { type Database, flag, toFlag } from "../db/schema.ts";
-import { forbidden, invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { inCursorOrder, type KeysetPage, keysetPage, type ListCursor } from "./keyset.ts";
 
 export interface AliasListFilter {
@@ -42,6 +49,17 @@ const escapeLike = (text: string) => `%${text.toLowerCase().replace(/[!%_]/g, (c
  * AliasService and LifecycleService do the work, the audit log records it. A domain admin's alias
  * always forwards to its owner, and only admins set SMTP limits.
  */
+export const aliasOwnerRequired = refusal(
+  "admin.alias_owner_required",
+  "invalid",
+  () => "owner: an alias of a domain admin needs an owner",
+);
+export const smtpQuotaAdminsOnly = refusal(
+  "admin.smtp_quota_admins_only",
+  "forbidden",
+  () => "smtpQuota: only admins set SMTP limits",
+);
+
 export class AdminAliases {
   readonly #db: Kysely<Database>;
   readonly #aliases: AliasService;
@@ -124,7 +142,7 @@ export class AdminAliases {
           .where("aliases.source", "=", address.email)
           .executeTakeFirst()
       : undefined;
-    if (!row) throw notFound("alias not found");
+    if (!row) throw aliasNotFound();
     assertMay(actor, { kind: "alias", domainId: Number(row.domain_id) });
     const view = await this.#aliases.get(address?.email ?? "");
     return {
@@ -148,10 +166,9 @@ export class AdminAliases {
     if (owner === null && destinations.length === 0 && actor.userId !== null) owner = actor.name;
     let effective: CreateAliasInput = { ...input, owner };
     if (actor.reach !== "all") {
-      if (owner === null) throw invalid("owner: an alias of a domain admin needs an owner");
+      if (owner === null) throw aliasOwnerRequired();
       const ownerEmail = await this.#ownerInReach(actor, owner);
-      if (input.smtpQuota !== undefined && input.smtpQuota !== null)
-        throw forbidden("smtpQuota: only admins set SMTP limits");
+      if (input.smtpQuota !== undefined && input.smtpQuota !== null) throw smtpQuotaAdminsOnly();
       effective = { source: input.source, owner: ownerEmail, destinations: [ownerEmail] };
     }
     const alias = await this.#aliases.create(effective);
@@ -168,13 +185,13 @@ export class AdminAliases {
   /** Changes destinations, owner or SMTP limits; a domain admin's alias keeps forwarding to its owner. */
   async update(actor: Actor, source: string, patch: AliasPatch): Promise<AliasView> {
     const before = await this.get(actor, source);
-    if (before.deleted) throw notFound("alias not found");
+    if (before.deleted) throw aliasNotFound();
     let effective = patch;
     if (actor.reach !== "all") {
       if (before.owner !== null) await this.#ownerInReach(actor, before.owner);
-      if (patch.smtpQuota !== undefined) throw forbidden("smtpQuota: only admins set SMTP limits");
+      if (patch.smtpQuota !== undefined) throw smtpQuotaAdminsOnly();
       const owner = patch.owner === undefined ? before.owner : patch.owner;
-      if (owner === null) throw invalid("owner: an alias of a domain admin needs an owner");
+      if (owner === null) throw aliasOwnerRequired();
       const ownerEmail = await this.#ownerInReach(actor, owner);
       effective = { owner: ownerEmail, destinations: [ownerEmail] };
     }
@@ -215,7 +232,7 @@ export class AdminAliases {
           .where("deleted", "=", 0)
           .executeTakeFirst()
       : undefined;
-    if (!row) throw invalid("owner: no active user with this address");
+    if (!row) throw ownerNotActive();
     assertMay(actor, { kind: "user", domainId: Number(row.domain_id), roles: parseStoredRoles(row.roles) });
     return row.email;
   }

@@ -6,7 +6,7 @@ import type { LifecycleService } from "../accounts/lifecycle.ts";
 import type { Listing, Page } from "../accounts/paging.ts";
 import { isActiveUser } from "../accounts/queries.ts";
 import type { Database } from "../db/schema.ts";
-import { conflict } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { holdsRole } from "./users.ts";
 
 /** A domain's page: the domain, its invitation settings and what it holds (reference 5.8). */
@@ -25,6 +25,12 @@ export interface DomainFacts {
  * Domains in the admin area. Listing, creating and deleting domains is for admins (the area
  * `domains`); a domain admin sees and edits the invitation settings of its own domain only.
  */
+export const domainHoldsOwnAccount = refusal<{ name: string }>(
+  "admin.domain_holds_own_account",
+  "conflict",
+  ({ name }) => `domain ${name} holds your own account; delete it from another admin account`,
+);
+
 export class AdminDomains {
   readonly #db: Kysely<Database>;
   readonly #domains: DomainService;
@@ -147,7 +153,7 @@ export class AdminDomains {
     assertMay(actor, { kind: "area", area: "domains" });
     const domain = await this.#domains.get(name);
     if (actor.userId !== null && actor.domainId === domain.id)
-      throw conflict(`domain ${domain.name} holds your own account; delete it from another admin account`);
+      throw domainHoldsOwnAccount({ name: domain.name });
     const contents = await this.#domains.contents(domain.id);
     await this.#domains.delete(domain.name, this.#lifecycle, force);
     await this.#audit.record(actor, {

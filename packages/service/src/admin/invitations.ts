@@ -3,12 +3,18 @@ import { parseAddress } from "../accounts/addresses.ts";
 import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { DomainService } from "../accounts/domains.ts";
-import type { InviteCode, InviteCodeFilter, InviteCodeService } from "../accounts/invite-codes.ts";
+import {
+  type InviteCode,
+  type InviteCodeFilter,
+  type InviteCodeService,
+  inviteDomainNotManaged,
+  inviteOwnerNotActive,
+} from "../accounts/invite-codes.ts";
 import type { Listing, Page } from "../accounts/paging.ts";
 import type { ReservedName, ReservedNameImport, ReservedNameService } from "../accounts/reserved-names.ts";
 import { parseStoredRoles } from "../accounts/roles.ts";
 import type { Database } from "../db/schema.ts";
-import { forbidden, invalid } from "../errors.ts";
+import { refusal } from "../errors.ts";
 
 /**
  * Invite codes in the admin area (reference 5.8): an admin for any domain, a domain admin for its
@@ -16,6 +22,13 @@ import { forbidden, invalid } from "../errors.ts";
  * The codes are InviteCodeService's; the audit log names a code by its id, never the code itself
  * (it registers an account).
  */
+/** A domain admin may invite only while invitations are on for the domain. */
+export const invitationsOffForDomain = refusal(
+  "admin.invitations_off",
+  "forbidden",
+  () => "domain: invitations are off for this domain",
+);
+
 export class AdminInviteCodes {
   readonly #db: Kysely<Database>;
   readonly #codes: InviteCodeService;
@@ -39,10 +52,10 @@ export class AdminInviteCodes {
     input: { domain: string; owner: string; code?: string | null },
   ): Promise<InviteCode> {
     const domain = await this.#domains.find(String(input.domain ?? ""));
-    if (!domain) throw invalid("domain: not a managed domain");
+    if (!domain) throw inviteDomainNotManaged();
     assertMay(actor, { kind: "invite-code", domainId: domain.id });
     if (actor.reach !== "all" && !(await this.#domains.invitations(domain.id)).enabled)
-      throw forbidden("domain: invitations are off for this domain");
+      throw invitationsOffForDomain();
     const address = parseAddress(String(input.owner ?? "").trim());
     const owner = address
       ? await this.#db
@@ -52,7 +65,7 @@ export class AdminInviteCodes {
           .where("deleted", "=", 0)
           .executeTakeFirst()
       : undefined;
-    if (!owner) throw invalid("owner: not an active user");
+    if (!owner) throw inviteOwnerNotActive();
     assertMay(actor, {
       kind: "user",
       domainId: Number(owner.domain_id),

@@ -4,7 +4,7 @@ import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService } from "../accounts/lifecycle.ts";
 import type { SettingsService } from "../accounts/settings.ts";
 import type { Database } from "../db/schema.ts";
-import { invalid } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { type JobDependencies, removeInactiveUsers, scheduledJobs } from "../jobs/jobs.ts";
 import { Scheduler } from "../jobs/scheduler.ts";
 import type { Logger } from "../logger.ts";
@@ -32,6 +32,17 @@ export const dryRunJob = "remove-inactive-users";
  * Maintenance: the scheduled jobs (jobs/jobs.ts), run now by an admin with their result, as the
  * console's app:jobs:run runs them. The inactive-user removal can first be run dry.
  */
+export const jobUnknown = refusal<{ name: string; known: string }>(
+  "job.unknown",
+  "invalid",
+  ({ name, known }) => `unknown job ${name} (known: ${known})`,
+);
+export const jobWithoutDryRun = refusal<{ name: string }>(
+  "job.no_dry_run",
+  "invalid",
+  ({ name }) => `job ${name} has no dry run`,
+);
+
 export class AdminMaintenance {
   readonly #db: Kysely<Database>;
   readonly #settings: SettingsService;
@@ -88,11 +99,11 @@ export class AdminMaintenance {
     const deps = this.#deps(options.logger);
     const jobs = scheduledJobs(deps);
     if (!jobs.some((job) => job.name === name))
-      throw invalid(`unknown job ${name.slice(0, 64)} (known: ${jobs.map((job) => job.name).join(", ")})`);
+      throw jobUnknown({ name: name.slice(0, 64), known: jobs.map((job) => job.name).join(", ") });
     const report: JobOutcome["report"] = [];
     let result: string;
     if (options.dryRun) {
-      if (name !== dryRunJob) throw invalid(`job ${name} has no dry run`);
+      if (name !== dryRunJob) throw jobWithoutDryRun({ name });
       result = await removeInactiveUsers(deps, {
         dryRun: true,
         report: (email, verdict) => report.push({ email, verdict }),

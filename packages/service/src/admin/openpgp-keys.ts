@@ -3,9 +3,10 @@ import { parseAddress } from "../accounts/addresses.ts";
 import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import { containsText } from "../accounts/paging.ts";
+import { domainNotManaged } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
-import { invalid, notFound } from "../errors.ts";
 import type { OpenPgpKeyInfo, OpenPgpKeyService } from "../openpgp/keys.ts";
+import { keyAddressInvalid, keyNotFound } from "../openpgp/keys.ts";
 import { inCursorOrder, type KeysetPage, keysetPage, type ListCursor } from "./keyset.ts";
 
 export interface OpenPgpKeyListItem extends OpenPgpKeyInfo {
@@ -97,7 +98,7 @@ export class AdminOpenPgpKeys {
           .where("email", "=", address.email)
           .executeTakeFirst()
       : undefined;
-    if (!row) throw notFound("no OpenPGP key for this address");
+    if (!row) throw keyNotFound();
     const domainId = Number(row.domain_id);
     assertMay(actor, { kind: "openpgp-key", domainId });
     const info = await this.#keys.delete(email);
@@ -113,13 +114,13 @@ export class AdminOpenPgpKeys {
   /** The managed domain of an address; the importer's own message when there is none. */
   async #domainIdOf(email: string): Promise<number> {
     const address = parseAddress(String(email).trim());
-    if (!address) throw invalid("email: not a valid e-mail address");
+    if (!address) throw keyAddressInvalid();
     const row = await this.#db
       .selectFrom("domains")
       .select("id")
       .where("name", "=", address.domain)
       .executeTakeFirst();
-    if (!row) throw invalid(`email: domain ${address.domain} is not managed here`);
+    if (!row) throw domainNotManaged({ field: "email", domain: address.domain });
     return Number(row.id);
   }
 }

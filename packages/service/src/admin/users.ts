@@ -19,7 +19,7 @@ import {
   type UserView,
 } from "../accounts/users.ts";
 import { type Database, flag, toFlag } from "../db/schema.ts";
-import { invalid } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { inCursorOrder, type KeysetPage, keysetPage, type ListCursor, readsBackwards } from "./keyset.ts";
 
 /** The filters of the admin user list (reference 5.8): status, role, MailCrypt, 2FA, domain, search. */
@@ -69,6 +69,13 @@ export const holdsRole = (role: Role) =>
  * written to the audit log; the work itself is done by the same UserService and LifecycleService
  * functions the admin API and the console use.
  */
+/** A domain admin names an address outside every managed domain (an admin gets the service's own answer). */
+export const domainOfAddressNotManaged = refusal<{ email: string }>(
+  "admin.domain_of_address_not_managed",
+  "invalid",
+  ({ email }) => `email: domain of ${email} is not managed here`,
+);
+
 export class AdminUsers {
   readonly #db: Kysely<Database>;
   readonly #users: UserService;
@@ -257,7 +264,7 @@ export class AdminUsers {
     const roles = checkRoles(input.roles ?? []);
     if (domainId !== null) assertMay(actor, { kind: "user", domainId, roles: [] });
     else if (actor.reach !== "all")
-      throw invalid(`email: domain of ${String(input.email).slice(0, 100)} is not managed here`);
+      throw domainOfAddressNotManaged({ email: String(input.email).slice(0, 100) });
     assertRoleChange(actor, normalizeRoles([]), roles);
     const created = await this.#users.create({ ...input, roles });
     await this.#audit.record(actor, {

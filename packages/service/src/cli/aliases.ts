@@ -1,6 +1,5 @@
 import type { Command } from "commander";
 import { consoleActor } from "../accounts/admin-scope.ts";
-import { invalid, notFound } from "../errors.ts";
 import {
   collect,
   formerSpelling,
@@ -10,6 +9,7 @@ import {
   printJson,
   printTable,
   requiredValue,
+  UsageError,
   withServices,
 } from "./context.ts";
 
@@ -53,7 +53,7 @@ export function aliasCommands(program: Command): void {
     .option("--json", "print JSON (the admin API's fields) instead of a table")
     .action(async (options: ListOptions & { domain?: string; user?: string; status: string }) => {
       if (!["active", "deleted", "all"].includes(options.status))
-        throw invalid("--status: must be one of active, deleted, all");
+        throw new UsageError("--status: must be one of active, deleted, all");
       const aliases = (
         await withServices(async (s) => {
           if (options.domain !== undefined) await s.domains.get(options.domain);
@@ -85,9 +85,9 @@ export function aliasCommands(program: Command): void {
     .action(async (options: { alias: string; user?: string; dryRun?: boolean }) => {
       await withServices(async (s) => {
         const alias = await s.aliases.get(options.alias);
-        if (alias.deleted) throw notFound(`Alias with address '${options.alias}' not found!`);
+        if (alias.deleted) throw new UsageError(`Alias with address '${options.alias}' not found!`);
         if (options.user && alias.owner !== options.user.toLowerCase()) {
-          throw invalid(`alias ${alias.source} does not belong to ${options.user}`);
+          throw new UsageError(`alias ${alias.source} does not belong to ${options.user}`);
         }
         if (options.dryRun) return out(`Would delete alias ${alias.source}`);
         await s.admin.aliases.delete(consoleActor, alias.source);

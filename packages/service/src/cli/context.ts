@@ -3,8 +3,19 @@ import { loadConfig } from "../config.ts";
 import { CryptoPool } from "../credentials/crypto-pool.ts";
 import { openDatabase } from "../db/database.ts";
 import { migrateToLatest } from "../db/migrate.ts";
-import { invalid } from "../errors.ts";
 import { createServices, type Services } from "../services.ts";
+
+/**
+ * A console command's own refusal (a missing option, a bad flag): its words are printed as they are.
+ * A service's refusal is printed with the catalogue's English (cli/main.ts).
+ */
+export class UsageError extends Error {
+  readonly words: string;
+  constructor(words: string) {
+    super(words);
+    this.words = words;
+  }
+}
 
 /** Opens the configured database (schema brought up to date) for one console command. */
 export async function withServices<T>(run: (services: Services) => Promise<T>): Promise<T> {
@@ -34,7 +45,7 @@ export const formerSpelling = (flags: string, instead: string): Option =>
 /** The value of a required option that also has a former spelling. */
 export function requiredValue(name: string, ...values: (string | undefined)[]): string {
   const value = values.find((v) => v !== undefined);
-  if (value === undefined) throw invalid(`required option '${name}' not specified`);
+  if (value === undefined) throw new UsageError(`required option '${name}' not specified`);
   return value;
 }
 
@@ -77,8 +88,8 @@ export function promptHidden(question: string): Promise<string> {
           if (rest !== "") input.unshift(rest);
           return finish();
         }
-        if (char === "\u0003") return finish(invalid("interrupted"));
-        if (char === "\u0004" && value === "") return finish(invalid("no input"));
+        if (char === "\u0003") return finish(new UsageError("interrupted"));
+        if (char === "\u0004" && value === "") return finish(new UsageError("no input"));
         if (char === "\u007f" || char === "\b") value = [...value].slice(0, -1).join("");
         else if (char >= " ") value += char;
       }
@@ -90,7 +101,7 @@ export function promptHidden(question: string): Promise<string> {
 
 /** A new password typed twice must be typed the same: a typo would lock the user out. */
 export function confirmedPassword(first: string, second: string): string {
-  if (first !== second) throw invalid("the two passwords do not match; nothing was changed");
+  if (first !== second) throw new UsageError("the two passwords do not match; nothing was changed");
   return first;
 }
 

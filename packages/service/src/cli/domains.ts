@@ -1,7 +1,15 @@
 import type { Command } from "commander";
 import { consoleActor } from "../accounts/admin-scope.ts";
-import { invalid } from "../errors.ts";
-import { dateTime, type ListOptions, listAll, out, printJson, printTable, withServices } from "./context.ts";
+import {
+  dateTime,
+  type ListOptions,
+  listAll,
+  out,
+  printJson,
+  printTable,
+  UsageError,
+  withServices,
+} from "./context.ts";
 
 /** Domains: create, list, delete. */
 export function domainCommands(program: Command): void {
@@ -12,9 +20,9 @@ export function domainCommands(program: Command): void {
     .option("-d, --domain <name>", "domain name")
     .action(async (argument: string | undefined, options: { domain?: string }) => {
       if (argument !== undefined && options.domain !== undefined && argument !== options.domain)
-        throw invalid("give the domain once, as argument or as -d, --domain");
+        throw new UsageError("give the domain once, as argument or as -d, --domain");
       const name = argument ?? options.domain;
-      if (name === undefined) throw invalid("give the domain name, as argument or as -d, --domain");
+      if (name === undefined) throw new UsageError("give the domain name, as argument or as -d, --domain");
       const domain = await withServices((s) => s.admin.domains.create(consoleActor, name));
       out(`Created domain ${domain.name}`);
     });

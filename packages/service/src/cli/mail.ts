@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import type { DeliveryStatus } from "../db/schema.ts";
-import { invalid } from "../errors.ts";
 import { listOutbox, retryFailedMail } from "../mail/outbox.ts";
-import { dateTime, out, printJson, printTable, withServices } from "./context.ts";
+import { dateTime, out, printJson, printTable, UsageError, withServices } from "./context.ts";
 
 const statuses: readonly DeliveryStatus[] = ["pending", "success", "failed"];
 
@@ -17,9 +16,9 @@ export function mailCommands(program: Command): void {
     .action(async (options: { status?: string; limit: string; json?: boolean }) => {
       const status = options.status as DeliveryStatus | undefined;
       if (status !== undefined && !statuses.includes(status))
-        throw invalid("--status: must be pending, success or failed");
+        throw new UsageError("--status: must be pending, success or failed");
       if (!/^\d{1,6}$/.test(options.limit) || Number(options.limit) < 1)
-        throw invalid("--limit: must be a whole number from 1");
+        throw new UsageError("--limit: must be a whole number from 1");
       const entries = await withServices((s) =>
         listOutbox(s.database.db, { limit: Number(options.limit), ...(status ? { status } : {}) }),
       );
@@ -48,8 +47,8 @@ export function mailCommands(program: Command): void {
     ])
     .option("--all-failed", "every failed message")
     .action(async (options: { id?: string[]; allFailed?: boolean }) => {
-      if (!options.allFailed && !options.id?.length) throw invalid("give --id <id> or --all-failed");
-      if (options.allFailed && options.id?.length) throw invalid("give either --id or --all-failed");
+      if (!options.allFailed && !options.id?.length) throw new UsageError("give --id <id> or --all-failed");
+      if (options.allFailed && options.id?.length) throw new UsageError("give either --id or --all-failed");
       const ids = options.allFailed ? ("all" as const) : (options.id ?? []);
       const count = await withServices((s) => retryFailedMail(s.database.db, ids));
       out(`${count} e-mail(s) will be sent again.`);

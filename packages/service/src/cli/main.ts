@@ -1,7 +1,11 @@
 import { Command, CommanderError } from "commander";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
+import { ServiceError } from "../errors.ts";
+import { translator } from "../i18n/catalogue.ts";
+import { refusalText } from "../i18n/refusal-text.ts";
 import { nodeVersion, serviceVersion } from "../version.ts";
 import { aliasCommands } from "./aliases.ts";
-import { withServices } from "./context.ts";
+import { UsageError, withServices } from "./context.ts";
 import { domainCommands } from "./domains.ts";
 import { jobCommands } from "./jobs.ts";
 import { mailCommands } from "./mail.ts";
@@ -58,6 +62,20 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) process.exit(error.exitCode);
-  process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`error: ${failureLine(error)}\n`);
   process.exit(1);
+}
+
+/** One line for what stopped a command: a usage mistake in its words, a service's refusal in English. */
+function failureLine(error: unknown): string {
+  if (error instanceof UsageError) return error.words;
+  if (error instanceof ServiceError) {
+    const { key, params } = refusalText(error);
+    // A page shows the text beside its field; a console line names the setting or field itself.
+    const subject = params.setting ?? params.field;
+    const text = translator("en")(key, params);
+    return subject === undefined ? text : `${subject}: ${text}`;
+  }
+  if (isDatabaseUnavailable(error)) return translator("en")("error.unavailable");
+  return String(error);
 }

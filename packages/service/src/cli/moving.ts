@@ -1,12 +1,11 @@
 import { createReadStream } from "node:fs";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
-import { invalid } from "../errors.ts";
 import { exportDump, importDump } from "../import/dump.ts";
 import { formatReport, type ImportProgress } from "../import/report.ts";
 import { UserliImporter } from "../import/userli.ts";
 import { openUserliSource } from "../import/userli-source.ts";
-import { out, withServices } from "./context.ts";
+import { out, UsageError, withServices } from "./context.ts";
 
 /** How often a progress line is printed when standard error is not a terminal. */
 const progressLineMs = 5000;
@@ -73,13 +72,13 @@ export function movingCommands(program: Command): void {
     .option("--batch-size <rows>", "rows per batch; each batch is one transaction", "500")
     .action(async (options: { from?: string; dryRun?: boolean; strict?: boolean; batchSize: string }) => {
       const from = options.from ?? process.env.USERLI_DATABASE_URL;
-      if (!from) throw invalid("--from <url> (or USERLI_DATABASE_URL) is required");
+      if (!from) throw new UsageError("--from <url> (or USERLI_DATABASE_URL) is required");
       if (
         !/^\d{1,4}$/.test(options.batchSize) ||
         Number(options.batchSize) < 1 ||
         Number(options.batchSize) > 1000
       )
-        throw invalid("--batch-size: a whole number from 1 to 1000");
+        throw new UsageError("--batch-size: a whole number from 1 to 1000");
       const source = await openUserliSource(from);
       try {
         const report = await withServices(async (s) => {
@@ -111,7 +110,7 @@ export function movingCommands(program: Command): void {
     )
     .action(async () => {
       if (process.stdout.isTTY)
-        throw invalid(
+        throw new UsageError(
           "the dump holds password hashes and secret boxes: redirect it into a file (app:export > dump.jsonl)",
         );
       const counts = await withServices((s) =>
@@ -134,7 +133,7 @@ export function movingCommands(program: Command): void {
     .action(async (file: string | undefined) => {
       const input = file === undefined ? process.stdin : createReadStream(file);
       if (file === undefined && process.stdin.isTTY)
-        throw invalid("give the dump on standard input: app:import < dump.jsonl");
+        throw new UsageError("give the dump on standard input: app:import < dump.jsonl");
       const counts = await withServices((s) => importDump(s.database, input));
       for (const [table, rows] of Object.entries(counts)) out(`${table}: ${rows} rows`);
       out(`Imported ${Object.values(counts).reduce((a, b) => a + b, 0)} rows.`);

@@ -1,8 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { consoleActor } from "../accounts/admin-scope.ts";
-import { invalid } from "../errors.ts";
-import { out, withServices } from "./context.ts";
+import { out, UsageError, withServices } from "./context.ts";
 
 /** OpenPGP keys published through WKD: import, show, delete (the reference's arguments). */
 export function openPgpCommands(program: Command): void {
@@ -13,7 +12,7 @@ export function openPgpCommands(program: Command): void {
     .argument("<file>", "key file")
     .action(async (email: string, file: string) => {
       const data = await readFile(file).catch(() => {
-        throw invalid(`cannot read ${file}`);
+        throw new UsageError(`cannot read ${file}`);
       });
       const info = await withServices((s) =>
         s.admin.openPgpKeys.import(consoleActor, email, new Uint8Array(data)),

@@ -3,7 +3,6 @@ import type { Command } from "commander";
 import { consoleActor } from "../accounts/admin-scope.ts";
 import type { CreateAliasInput } from "../accounts/aliases.ts";
 import type { CreateUserInput } from "../accounts/users.ts";
-import { invalid } from "../errors.ts";
 import {
   checkProvisioning,
   credentialsHeader,
@@ -13,7 +12,7 @@ import {
   inputsFromCsv,
   provisionUsers,
 } from "../import/bulk-users.ts";
-import { out, withServices } from "./context.ts";
+import { out, UsageError, withServices } from "./context.ts";
 
 /** Bulk provisioning: many users from a CSV list, and the users as such a list. */
 export function provisioningCommands(program: Command): void {
@@ -30,14 +29,14 @@ export function provisioningCommands(program: Command): void {
     .option("--dry-run", "only check the list")
     .action(async (options: { csv: string; output?: string; dryRun?: boolean }) => {
       if (!options.dryRun && !options.output)
-        throw invalid(
+        throw new UsageError(
           "--output <file> is required: the passwords made here and the recovery tokens are written there",
         );
       let text: string;
       try {
         text = readFileSync(options.csv, "utf8");
       } catch (error) {
-        throw invalid(
+        throw new UsageError(
           `--csv: cannot read ${options.csv}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
         );
       }
@@ -50,7 +49,7 @@ export function provisioningCommands(program: Command): void {
         const problems = [...parsed.problems, ...checked.problems].sort((a, b) => a.line - b.line);
         if (problems.length > 0) {
           for (const line of formatProblems(problems)) process.stderr.write(`${line}\n`);
-          throw invalid(
+          throw new UsageError(
             `${problems.length} of ${parsed.inputs.length} lines cannot be imported; nothing was created`,
           );
         }
@@ -61,7 +60,7 @@ export function provisioningCommands(program: Command): void {
         try {
           fd = openSync(options.output as string, "wx", 0o600);
         } catch (error) {
-          throw invalid(
+          throw new UsageError(
             `--output: cannot create ${options.output}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
           );
         }

@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { consoleActor } from "../accounts/admin-scope.ts";
-import { invalid } from "../errors.ts";
 import { hashToken } from "../tokens/tokens.ts";
-import { collect, withServices } from "./context.ts";
+import { collect, UsageError, withServices } from "./context.ts";
 
 /** API tokens: create (printed once), list (never their values), delete. */
 export function tokenCommands(program: Command) {
@@ -47,7 +46,7 @@ export function tokenCommands(program: Command) {
             .executeTakeFirst();
           id = row?.id ?? -1;
         }
-        if (id === null) throw invalid("give --id <id> or --token <plain token>");
+        if (id === null) throw new UsageError("give --id <id> or --token <plain token>");
         await s.admin.tokens.delete(consoleActor, id);
       });
       process.stdout.write("API token deleted successfully.\n");

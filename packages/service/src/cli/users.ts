@@ -2,7 +2,6 @@ import type { Command } from "commander";
 import { consoleActor } from "../accounts/admin-scope.ts";
 import { MailCryptLevel } from "../accounts/mail-crypt-policy.ts";
 import type { UserStatus } from "../accounts/users.ts";
-import { invalid } from "../errors.ts";
 import {
   collect,
   confirmedPassword,
@@ -17,6 +16,7 @@ import {
   readNewPassword,
   readSecretsFromStdin,
   requiredValue,
+  UsageError,
   withServices,
 } from "./context.ts";
 
@@ -46,7 +46,7 @@ export function userCommands(program: Command): void {
       }) => {
         const email = requiredValue("-u, --user <email>", options.user, options.email);
         if (options.quota !== undefined && !/^\d+$/.test(options.quota))
-          throw invalid("--quota: must be a whole number of MiB");
+          throw new UsageError("--quota: must be a whole number of MiB");
         const password = options.password ?? (await readNewPassword("Password"));
         const created = await withServices((s) =>
           s.admin.users.create(consoleActor, {
@@ -74,7 +74,7 @@ export function userCommands(program: Command): void {
     .option("--json", "print JSON (the admin API's fields) instead of a table")
     .action(async (options: ListOptions & { domain?: string; status: string }) => {
       const status = options.status as UserStatus;
-      if (!statuses.includes(status)) throw invalid(`--status: must be one of ${statuses.join(", ")}`);
+      if (!statuses.includes(status)) throw new UsageError(`--status: must be one of ${statuses.join(", ")}`);
       const users = await withServices(async (s) => {
         if (options.domain !== undefined) await s.domains.get(options.domain);
         return listAll((page) => s.users.list(page, { domain: options.domain, status }), options.search);
@@ -126,9 +126,9 @@ export function userCommands(program: Command): void {
         await withServices(async (s) => {
           const user = await s.users.get(options.user);
           if (verb === "reset" && user.deleted)
-            throw invalid(`user ${user.email} is deleted; restore it instead`);
+            throw new UsageError(`user ${user.email} is deleted; restore it instead`);
           if (verb === "restore" && !user.deleted)
-            throw invalid(`user ${user.email} is still active; reset it instead`);
+            throw new UsageError(`user ${user.email} is still active; reset it instead`);
           if (options.dryRun) return out(`Would ${verb} user ${user.email}`);
           const password = options.password ?? (await readNewPassword("New password"));
           const result = await s.admin.users[verb](consoleActor, user.email, password);
@@ -160,7 +160,13 @@ export function userCommands(program: Command): void {
         oldPassword ??= lines[0] ?? "";
         password ??= lines[1] ?? "";
       }
-      await withServices((s) => s.lifecycle.changePassword(options.user, oldPassword ?? "", password ?? ""));
+      await withServices(async (s) => {
+        const proof = await s.signIn.confirmPassword(
+          await s.users.getActive(options.user),
+          oldPassword ?? "",
+        );
+        await s.lifecycle.changePassword(proof, password ?? "");
+      });
       out("Password changed.");
     });
 
@@ -172,15 +178,15 @@ export function userCommands(program: Command): void {
     .action(async (password: string | undefined, options: { user: string }) => {
       await withServices(async (s) => {
         if ((await s.settings.get("mail_crypt")) === MailCryptLevel.off)
-          throw invalid("MailCrypt is off (setting mail_crypt = 0)");
+          throw new UsageError("MailCrypt is off (setting mail_crypt = 0)");
         const user = await s.users.getActive(options.user);
         if (!user.mailCrypt || !user.mailCryptPublicKey || !user.mailCryptSecretBox) {
-          throw invalid(`user ${user.email} has no MailCrypt keys`);
+          throw new UsageError(`user ${user.email} has no MailCrypt keys`);
         }
         if (password === undefined) return out(user.mailCryptPublicKey);
         const result = await s.signIn.signIn(user.email, password, { unlockMailCrypt: true });
         if (result.kind !== "ok" || result.mailCrypt.state !== "unlocked")
-          throw invalid("authentication failed");
+          throw new UsageError("authentication failed");
         out(result.mailCrypt.privateKey);
         out(result.mailCrypt.publicKey);
       });

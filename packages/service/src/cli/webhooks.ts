@@ -1,7 +1,6 @@
 import type { Command } from "commander";
 import { consoleActor } from "../accounts/admin-scope.ts";
-import { invalid } from "../errors.ts";
-import { collect, out, withServices } from "./context.ts";
+import { collect, out, UsageError, withServices } from "./context.ts";
 
 /** Webhook endpoints: create, list, delete. */
 export function webhookCommands(program: Command): void {
@@ -50,7 +49,7 @@ export function webhookCommands(program: Command): void {
     .description("remove a webhook endpoint and its delivery log")
     .requiredOption("--id <id>", "endpoint id from app:webhook:list")
     .action(async (options: { id: string }) => {
-      if (!/^\d+$/.test(options.id)) throw invalid("--id: must be a number");
+      if (!/^\d+$/.test(options.id)) throw new UsageError("--id: must be a number");
       await withServices((s) => s.admin.webhooks.delete(consoleActor, Number(options.id)));
       out(`Deleted webhook ${options.id}`);
     });

@@ -1,16 +1,26 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { ServiceError } from "../errors.ts";
+import { driverFault, isDatabaseUnavailable } from "../db/unavailable.ts";
+import { databaseUnavailable, type RefusalKind, ServiceError } from "../errors.ts";
 
-const statusOfKind: Record<ServiceError["kind"], number> = {
+const statusOfKind: Record<RefusalKind, number> = {
   not_found: 404,
   conflict: 409,
   invalid: 422,
   bad_request: 400,
   forbidden: 403,
+  throttled: 429,
   unavailable: 503,
 };
+
+/** A refusal's status and `{"message"}`; a throttled one says when to come back. */
+export function refusalAnswer(reply: FastifyReply, error: ServiceError): FastifyReply {
+  const retryAfter = (error.params as { retryAfter?: unknown }).retryAfter;
+  if (error.kind === "throttled" && typeof retryAfter === "number")
+    reply.header("retry-after", String(retryAfter));
+  return plainError(reply, statusOfKind[error.kind], error.apiText());
+}
 
 /**
  * A 404 given as the handler's answer instead of thrown, for the lookups mail servers make for
@@ -34,9 +44,7 @@ function plainError(reply: FastifyReply, status: number, message: string): Fasti
 
 /** Every error becomes `{"message": ...}` with a 4xx status; a 500 never carries internals. */
 export function errorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
-  if (error instanceof ServiceError) {
-    return plainError(reply, statusOfKind[error.kind], error.message);
-  }
+  if (error instanceof ServiceError) return refusalAnswer(reply, error);
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
     return plainError(
@@ -62,8 +70,8 @@ export function errorHandler(error: FastifyError | Error, request: FastifyReques
     return plainError(reply, 400, `Request payload contains invalid "${form ? "form" : "json"}" data.`);
   }
   if (isDatabaseUnavailable(error)) {
-    request.log.warn({ err: { message: error.message, code: fastifyError.code } }, "database unavailable");
-    return plainError(reply, 503, "database unavailable, try again");
+    request.log.warn({ err: driverFault(error) }, "database unavailable");
+    return refusalAnswer(reply, databaseUnavailable());
   }
   const status = fastifyError.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
@@ -115,40 +123,9 @@ function byteSize(bytes: number): string {
 
 function validationText(error: FastifyError): string {
   const first = error.validation?.[0];
-  if (!first) return error.message;
+  if (!first) return "is invalid";
   const where = first.instancePath ? first.instancePath.slice(1).replaceAll("/", ".") : "";
   const missing = (first.params as { missingProperty?: string } | undefined)?.missingProperty;
   if (missing) return `${missing} is required`;
   return `${where || "value"} ${first.message ?? "is invalid"}`;
-}
-
-const unavailableCodes = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "EPIPE",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "PROTOCOL_CONNECTION_LOST",
-  "57P01",
-  "57P03",
-  "08006",
-  "08001",
-  "08003",
-  "SQLITE_BUSY",
-  // mysql2's per-query time limit (db/database.ts TimedMysqlPool).
-  "PROTOCOL_SEQUENCE_TIMEOUT",
-]);
-
-/** Connection-level failures of any of the three drivers: the client should retry. */
-function isDatabaseUnavailable(error: unknown): boolean {
-  if (!error || typeof error !== "object") return false;
-  const { code, message } = error as { code?: unknown; message?: unknown };
-  if (typeof code === "string" && unavailableCodes.has(code)) return true;
-  return (
-    typeof message === "string" &&
-    /(Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|Pool is closed|Can't add new command when connection is in closed state|connection is in closed state|Query read timeout|Query inactivity timeout)/i.test(
-      message,
-    )
-  );
 }

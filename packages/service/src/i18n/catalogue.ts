@@ -8,6 +8,7 @@ import { init } from "./areas/init.ts";
 import { mail } from "./areas/mail.ts";
 import { openpgp } from "./areas/openpgp.ts";
 import { recovery } from "./areas/recovery.ts";
+import { refusals } from "./areas/refusals.ts";
 import { registration } from "./areas/registration.ts";
 import { signIn } from "./areas/sign-in.ts";
 import { twoFactorSetup } from "./areas/two-factor-setup.ts";
@@ -37,6 +38,7 @@ const areas = [
   admin,
   adminUsers,
   adminSystem,
+  refusals,
 ] as const;
 
 type KeysOf<A> = A extends { en: Record<infer K, string> } ? K : never;

@@ -2,7 +2,9 @@ import { randomInt } from "node:crypto";
 import type { Kysely } from "kysely";
 import { newAddressProblem, parseNewAddress } from "../accounts/addresses.ts";
 import type { CreateAliasInput } from "../accounts/aliases.ts";
-import { type CreateUserInput, checkNewPassword, checkQuota } from "../accounts/users.ts";
+import { domainNotFound } from "../accounts/domains.ts";
+import { checkPasswordShape } from "../accounts/password-policy.ts";
+import { type CreateUserInput, checkQuota } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
 import { ServiceError } from "../errors.ts";
 import { CsvError, csvLine, parseCsv } from "./csv.ts";
@@ -164,7 +166,7 @@ function aliasesOf(value: unknown): string[] | null {
 }
 
 const problemOf = (error: unknown): string => {
-  if (error instanceof ServiceError) return error.message;
+  if (error instanceof ServiceError) return error.apiText();
   throw error;
 };
 
@@ -190,7 +192,7 @@ export async function checkProvisioning(
     let password: string | null = null;
     if (present(input.password)) {
       try {
-        password = checkNewPassword(input.password);
+        password = checkPasswordShape(input.password);
       } catch (error) {
         problems.push(problemOf(error));
       }
@@ -351,7 +353,7 @@ export async function* exportUsersCsv(
       .select("id")
       .where("name", "=", filter.domain.trim().toLowerCase())
       .executeTakeFirst();
-    if (!domain) throw new ServiceError("not_found", "domain not found");
+    if (!domain) throw domainNotFound();
     domainId = domain.id;
   }
   let last = 0;

@@ -5,7 +5,7 @@ import { sql } from "kysely";
 import type { DatabaseHandle } from "../db/database.ts";
 import { migrations } from "../db/migrations/index.ts";
 import type { Database } from "../db/schema.ts";
-import { invalid } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { serviceVersion } from "../version.ts";
 
 /**
@@ -17,6 +17,57 @@ import { serviceVersion } from "../version.ts";
  * cut short. The dump holds what the database holds: password hashes, secret boxes, token hashes,
  * webhook secrets. Never a plain password, but it must be kept like the database itself.
  */
+
+/** Why a dump is refused (nothing is imported): each names the line or table at fault. */
+const dumpRefusal = <P extends object>(code: string, text: (params: P) => string) =>
+  refusal<P>(`dump.${code}`, "invalid", text);
+export const dumpLineNotJson = dumpRefusal<{ line: number }>(
+  "line_not_json",
+  ({ line }) => `line ${line}: not JSON`,
+);
+export const dumpNotOurs = dumpRefusal<{ format: string }>(
+  "not_ours",
+  ({ format }) => `not a dump of this service (the first line must be the ${format} header)`,
+);
+export const dumpVersionUnsupported = dumpRefusal<{ version: string }>(
+  "version_unsupported",
+  ({ version }) => `dump format version ${version} is not supported`,
+);
+export const dumpSchemaNewer = dumpRefusal<{ schema: string; ours: string }>(
+  "schema_newer",
+  ({ schema, ours }) =>
+    `the dump's schema ${schema} is newer than this release's (${ours}): upgrade this installation first`,
+);
+export const dumpTargetNotEmpty = dumpRefusal<{ table: string; rows: number }>(
+  "target_not_empty",
+  ({ table, rows }) =>
+    `the database is not empty (${table} has ${rows} rows): app:import fills a new database`,
+);
+export const dumpTableUnknown = dumpRefusal<{ line: number; table: string }>(
+  "table_unknown",
+  ({ line, table }) => `line ${line}: unknown table ${table}`,
+);
+export const dumpTablesOutOfOrder = dumpRefusal<{ line: number; table: string; before: string }>(
+  "tables_out_of_order",
+  ({ line, table, before }) => `line ${line}: ${table} after ${before}; the dump's tables are out of order`,
+);
+export const dumpRowNotObject = dumpRefusal<{ line: number }>(
+  "row_not_object",
+  ({ line }) => `line ${line}: a row must be an object`,
+);
+export const dumpColumnUnknown = dumpRefusal<{ line: number; table: string; column: string }>(
+  "column_unknown",
+  ({ line, table, column }) => `line ${line}: ${table} has no column ${column}`,
+);
+export const dumpCutShort = dumpRefusal<Record<never, never>>(
+  "cut_short",
+  () => "the dump is cut short (its last line is missing): nothing was imported",
+);
+export const dumpDamaged = dumpRefusal<{ table: string; expected: number; found: number }>(
+  "damaged",
+  ({ table, expected, found }) =>
+    `the dump is damaged: ${table} should have ${expected} rows, it has ${found}; nothing was imported`,
+);
 
 export const dumpFormat = "mail-account-service-dump";
 export const dumpVersion = 1;
@@ -205,19 +256,16 @@ export async function importDump(handle: DatabaseHandle, input: Readable): Promi
       try {
         return JSON.parse(value);
       } catch {
-        throw invalid(`line ${lineNumber}: not JSON`);
+        throw dumpLineNotJson({ line: lineNumber });
       }
     }
   };
   const header = (await next()) as Partial<Header> | undefined;
-  if (!header || header.format !== dumpFormat)
-    throw invalid(`not a dump of this service (the first line must be the ${dumpFormat} header)`);
-  if (header.version !== dumpVersion) throw invalid(`dump format version ${header.version} is not supported`);
+  if (!header || header.format !== dumpFormat) throw dumpNotOurs({ format: dumpFormat });
+  if (header.version !== dumpVersion) throw dumpVersionUnsupported({ version: String(header.version) });
   const known = Object.keys(migrations);
   if (typeof header.schema !== "string" || !known.includes(header.schema))
-    throw invalid(
-      `the dump's schema ${String(header.schema)} is newer than this release's (${schemaVersion()}): upgrade this installation first`,
-    );
+    throw dumpSchemaNewer({ schema: String(header.schema), ours: schemaVersion() });
 
   const db = handle.db as unknown as Kysely<LooseDatabase>;
   const columns = await columnsOf(handle.db);
@@ -228,10 +276,7 @@ export async function importDump(handle: DatabaseHandle, input: Readable): Promi
       .selectFrom(table.name)
       .select((eb) => eb.fn.countAll().as("n"))
       .executeTakeFirstOrThrow();
-    if (Number(row.n) > 0)
-      throw invalid(
-        `the database is not empty (${table.name} has ${Number(row.n)} rows): app:import fills a new database`,
-      );
+    if (Number(row.n) > 0) throw dumpTargetNotEmpty({ table: table.name, rows: Number(row.n) });
   }
 
   const counts: Record<string, number> = {};
@@ -259,22 +304,20 @@ export async function importDump(handle: DatabaseHandle, input: Readable): Promi
       }
       const name = String(item.table);
       const table = dumpTables.find((t) => t.name === name);
-      if (!table) throw invalid(`line ${lineNumber}: unknown table ${name.slice(0, 60)}`);
+      if (!table) throw dumpTableUnknown({ line: lineNumber, table: name.slice(0, 60) });
       if (table !== current) {
         if (current && (order.get(name) ?? 0) < (order.get(current.name) ?? 0))
-          throw invalid(
-            `line ${lineNumber}: ${name} after ${current.name}; the dump's tables are out of order`,
-          );
+          throw dumpTablesOutOfOrder({ line: lineNumber, table: name, before: current.name });
         await flush();
         current = table;
       }
       if (item.row === null || typeof item.row !== "object" || Array.isArray(item.row))
-        throw invalid(`line ${lineNumber}: a row must be an object`);
+        throw dumpRowNotObject({ line: lineNumber });
       const row: Row = {};
       const known = columns.get(name) ?? new Set<string>();
       for (const [column, value] of Object.entries(item.row as Row)) {
         if (!known.has(column))
-          throw invalid(`line ${lineNumber}: ${name} has no column ${column.slice(0, 60)}`);
+          throw dumpColumnUnknown({ line: lineNumber, table: name, column: column.slice(0, 60) });
         row[column] = table.flags.includes(column) ? (value === true ? 1 : 0) : value;
       }
       pending.push(row);
@@ -282,13 +325,11 @@ export async function importDump(handle: DatabaseHandle, input: Readable): Promi
       if (pending.length >= 1000) await flush();
     }
     await flush();
-    if (!trailer) throw invalid("the dump is cut short (its last line is missing): nothing was imported");
+    if (!trailer) throw dumpCutShort();
     for (const table of dumpTables) {
       const expected = Number(trailer.rows?.[table.name] ?? 0);
       if (expected !== (counts[table.name] ?? 0))
-        throw invalid(
-          `the dump is damaged: ${table.name} should have ${expected} rows, it has ${counts[table.name] ?? 0}; nothing was imported`,
-        );
+        throw dumpDamaged({ table: table.name, expected, found: counts[table.name] ?? 0 });
     }
     // PostgreSQL's serial columns do not move on with the ids given: set each sequence past them.
     if (handle.dialect === "postgres")

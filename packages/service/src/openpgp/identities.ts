@@ -3,38 +3,21 @@ import { effectiveRoles } from "../accounts/roles.ts";
 import type { UserAliasService } from "../accounts/user-aliases.ts";
 import type { User } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
-import { ServiceError } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import type { OpenPgpKeyInfo, OpenPgpKeyService } from "./keys.ts";
 
-/** Why an upload or deletion was refused; each has its own sentence on the page. */
-export type KeyRefusal =
-  | "not_identity"
-  | "no_data"
-  | "too_large"
-  | "no_key"
-  | "several_keys"
-  | "no_stored_key";
-
-export class KeyRefused extends ServiceError {
-  readonly reason: KeyRefusal;
-  constructor(reason: KeyRefusal, message: string) {
-    super(reason === "no_stored_key" ? "not_found" : "invalid", message);
-    this.reason = reason;
-  }
-}
+/** The address is none of the user's own (address, aliases), or the user may publish nothing. */
+export const notOwnIdentity = refusal(
+  "openpgp.not_own_identity",
+  "forbidden",
+  () => "you are not authorized to manage this identity",
+);
+export const noStoredKey = refusal("openpgp.no_stored_key", "not_found", () => "no key for this address");
 
 export interface IdentityKey {
   email: string;
   key: Omit<OpenPgpKeyInfo, "email" | "wkdHash"> | null;
 }
-
-/** The importer's refusals (keys.ts), by the words it uses, as reasons. */
-const importRefusals: [RegExp, KeyRefusal][] = [
-  [/^key: no OpenPGP data/, "no_data"],
-  [/^key: larger than/, "too_large"],
-  [/^No key found for /, "no_key"],
-  [/^More than one keys? found for /, "several_keys"],
-];
 
 /**
  * The keys a user publishes through WKD (reference 5.6, 9.2): for the own address and for the
@@ -83,23 +66,14 @@ export class OpenPgpIdentityService {
   /** Publishes the one key for `email` found in `data` (replacing the one before), uploaded by the user. */
   async upload(user: User, email: string, data: Uint8Array | string): Promise<OpenPgpKeyInfo> {
     await this.#assertIdentity(user, email);
-    try {
-      return await this.#keys.import(email, data, user.id);
-    } catch (error) {
-      if (error instanceof ServiceError && error.kind === "invalid") {
-        const refusal = importRefusals.find(([pattern]) => pattern.test(error.message));
-        if (refusal) throw new KeyRefused(refusal[1], error.message);
-      }
-      throw error;
-    }
+    return this.#keys.import(email, data, user.id);
   }
 
   /** Stops publishing the key of `email` (the caller has confirmed the user's password). */
   async remove(user: User, email: string): Promise<void> {
     await this.#assertIdentity(user, email);
     const deleted = await this.#db.deleteFrom("openpgp_keys").where("email", "=", email).executeTakeFirst();
-    if (Number(deleted.numDeletedRows) === 0)
-      throw new KeyRefused("no_stored_key", "no key for this address");
+    if (Number(deleted.numDeletedRows) === 0) throw noStoredKey();
   }
 
   async #assertIdentity(user: User, email: string) {
@@ -109,6 +83,6 @@ export class OpenPgpIdentityService {
       effectiveRoles(user.roles).has("ROLE_SPAM") ||
       !(await this.identities(user)).includes(email)
     )
-      throw new KeyRefused("not_identity", "you are not authorized to manage this identity");
+      throw notOwnIdentity();
   }
 }

@@ -1,9 +1,9 @@
 import type { Kysely } from "kysely";
 import * as openpgp from "openpgp";
 import { parseAddress } from "../accounts/addresses.ts";
-import { nowSeconds } from "../accounts/users.ts";
+import { domainNotManaged, nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
-import { invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { wkdHash } from "./wkd.ts";
 
 export interface OpenPgpKeyInfo {
@@ -51,6 +51,38 @@ const userIdMatches = (userId: openpgp.UserIDPacket | null, email: string): bool
  * (third-party identities and their signatures are never published) and needs exactly one key
  * for that address; private key material is never stored.
  */
+export const keyNotFound = refusal(
+  "openpgp.key_not_found",
+  "not_found",
+  () => "no OpenPGP key for this address",
+);
+export const keyAddressInvalid = refusal(
+  "openpgp.address_invalid",
+  "invalid",
+  () => "email: not a valid e-mail address",
+);
+export const keyNoData = refusal("openpgp.no_data", "invalid", () => "key: no OpenPGP data");
+export const keyTooLarge = refusal(
+  "openpgp.too_large",
+  "invalid",
+  () => "key: larger than 1 MiB (binary), or about 1.4 MiB armored",
+);
+export const keyNoneForAddress = refusal<{ email: string }>(
+  "openpgp.no_key_for_address",
+  "invalid",
+  ({ email }) => `No key found for ${email}`,
+);
+export const keySeveralForAddress = refusal<{ email: string }>(
+  "openpgp.several_keys_for_address",
+  "invalid",
+  ({ email }) => `More than one keys found for ${email}`,
+);
+export const keyAddressNotHeld = refusal<{ email: string }>(
+  "openpgp.address_not_held",
+  "invalid",
+  ({ email }) => `email: no active user or alias has the address ${email}`,
+);
+
 export class OpenPgpKeyService {
   readonly #db: Kysely<Database>;
 
@@ -64,27 +96,26 @@ export class OpenPgpKeyService {
     uploaderId: number | null = null,
   ): Promise<OpenPgpKeyInfo> {
     const address = parseAddress(String(rawEmail));
-    if (!address) throw invalid("email: not a valid e-mail address");
+    if (!address) throw keyAddressInvalid();
     const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
-    if (size === 0) throw invalid("key: no OpenPGP data");
+    if (size === 0) throw keyNoData();
     const armored =
       typeof data === "string" ? data.includes(armorMarker) : Buffer.from(data).includes(armorMarker);
-    if (size > (armored ? maxArmoredKeyBytes : maxKeyBytes))
-      throw invalid("key: larger than 1 MiB (binary), or about 1.4 MiB armored");
+    if (size > (armored ? maxArmoredKeyBytes : maxKeyBytes)) throw keyTooLarge();
     const domain = await this.#db
       .selectFrom("domains")
       .select("id")
       .where("name", "=", address.domain)
       .executeTakeFirst();
-    if (!domain) throw invalid(`email: domain ${address.domain} is not managed here`);
+    if (!domain) throw domainNotManaged({ field: "email", domain: address.domain });
     await this.#assertHeld(address.email);
 
     const keys = await readKeys(data);
     const matching = keys.filter((key) =>
       key.users.some((user) => userIdMatches(user.userID, address.email)),
     );
-    if (matching.length === 0) throw invalid(`No key found for ${address.email}`);
-    if (matching.length > 1) throw invalid(`More than one keys found for ${address.email}`);
+    if (matching.length === 0) throw keyNoneForAddress({ email: address.email });
+    if (matching.length > 1) throw keySeveralForAddress({ email: address.email });
     const key = (matching[0] as openpgp.Key).toPublic();
     key.users = key.users.filter((user) => userIdMatches(user.userID, address.email));
     const binary = key.write();
@@ -132,7 +163,7 @@ export class OpenPgpKeyService {
           .where("email", "=", address.email)
           .executeTakeFirst()
       : undefined;
-    if (!row) throw notFound("no OpenPGP key for this address");
+    if (!row) throw keyNotFound();
     return {
       email: row.email,
       keyId: row.key_id,
@@ -172,7 +203,7 @@ export class OpenPgpKeyService {
         .where("deleted", "=", 0)
         .executeTakeFirst(),
     ]);
-    if (!user && !alias) throw invalid(`email: no active user or alias has the address ${email}`);
+    if (!user && !alias) throw keyAddressNotHeld({ email });
   }
 }
 
@@ -188,6 +219,6 @@ async function readKeys(data: Uint8Array | string): Promise<openpgp.Key[]> {
     const binary = typeof data === "string" ? Buffer.from(data, "latin1") : data;
     return await openpgp.readKeys({ binaryKeys: binary });
   } catch {
-    throw invalid("key: no OpenPGP data");
+    throw keyNoData();
   }
 }

@@ -2,7 +2,7 @@ import { hash, randomBytes } from "node:crypto";
 import type { Kysely, Selectable } from "kysely";
 import { nowSeconds, parseStringList } from "../accounts/users.ts";
 import type { ApiTokenTable, Database } from "../db/schema.ts";
-import { invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 
 export const scopes = ["mailbox-server", "mta", "webmail", "identity", "retention", "admin"] as const;
 export type Scope = (typeof scopes)[number];
@@ -27,6 +27,28 @@ export const isStoredScope = (value: string): value is StoredScope =>
   isScope(value) || isUserliScopeName(value);
 
 /** The one rule of scopes: do a token's stored scopes grant the scope a route requires? */
+export const tokenNotFound = refusal("api_token.not_found", "not_found", () => "API token not found");
+export const scopesNotList = refusal(
+  "api_token.scopes_not_list",
+  "invalid",
+  () => "scopes: must be a list of scopes",
+);
+export const scopeUnknown = refusal<{ scope: string; known: string }>(
+  "api_token.scope_unknown",
+  "invalid",
+  ({ scope, known }) => `scopes: unknown scope "${scope}" (known: ${known})`,
+);
+export const scopesEmpty = refusal<{ known: string }>(
+  "api_token.scopes_empty",
+  "invalid",
+  ({ known }) => `scopes: at least one of ${known}`,
+);
+export const tokenNameLength = refusal(
+  "api_token.name_length",
+  "invalid",
+  () => "name: must be 1 to 64 characters",
+);
+
 export function grantsScope(stored: readonly StoredScope[], required: Scope): boolean {
   for (const scope of stored) {
     if (scope === required || (isUserliScopeName(scope) && userliScopeNames[scope] === required)) return true;
@@ -57,23 +79,23 @@ export const hashToken = (plain: string): string => hash("sha256", plain, "hex")
 /** The scopes of a new token, in either spelling (userli's names are kept as given). */
 export function checkScopes(value: unknown): StoredScope[] {
   const list = typeof value === "string" ? value.split(",") : value;
-  if (!Array.isArray(list)) throw invalid("scopes: must be a list of scopes");
+  if (!Array.isArray(list)) throw scopesNotList();
   const result: StoredScope[] = [];
   for (const raw of list) {
     const scope = typeof raw === "string" ? raw.trim() : "";
     if (scope === "") continue;
     if (!isStoredScope(scope))
-      throw invalid(`scopes: unknown scope "${String(raw).slice(0, 50)}" (known: ${scopes.join(", ")})`);
+      throw scopeUnknown({ scope: String(raw).slice(0, 50), known: scopes.join(", ") });
     if (!result.includes(scope)) result.push(scope);
   }
-  if (result.length === 0) throw invalid(`scopes: at least one of ${scopes.join(", ")}`);
+  if (result.length === 0) throw scopesEmpty({ known: scopes.join(", ") });
   return result;
 }
 
 /** A token's name: 1 to 64 characters, surrounding spaces dropped. */
 export function checkTokenName(value: unknown): string {
   const name = typeof value === "string" ? value.trim() : "";
-  if (name.length < 1 || name.length > 64) throw invalid("name: must be 1 to 64 characters");
+  if (name.length < 1 || name.length > 64) throw tokenNameLength();
   return name;
 }
 
@@ -134,7 +156,7 @@ export class TokenService {
 
   async delete(id: number): Promise<void> {
     const result = await this.#db.deleteFrom("api_tokens").where("id", "=", id).executeTakeFirst();
-    if (Number(result.numDeletedRows) === 0) throw notFound("API token not found");
+    if (Number(result.numDeletedRows) === 0) throw tokenNotFound();
   }
 
   /** The token a plain value stands for, or null; records its use at most every five minutes. */

@@ -1,10 +1,18 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import {
+  passwordBlank,
+  passwordIdentical,
+  passwordLeaked,
+  passwordTooLong,
+  passwordTooShort,
+} from "../accounts/password-policy.ts";
+import { type ConfirmedPassword, passwordWrong, signInThrottled } from "../accounts/sign-in.ts";
 import type { FieldErrors, WebServices } from "./context.ts";
+import { type RefusalFields, refusalOnField } from "./refusals.ts";
 
 /**
- * "Confirm with your password" on a settings page: the sign-in rule with the brute-force policy
- * (a stolen session cannot be used to guess the password), without counting as a sign-in. Returns
- * null when the password is right, else the field error and the status to answer with.
+ * "Confirm with your password" on a settings page: the service's one re-confirmation
+ * (`SignInService.confirmPassword`, under the brute-force policy), its refusals shown on `field`.
  */
 export async function confirmPassword(
   request: FastifyRequest,
@@ -12,21 +20,29 @@ export async function confirmPassword(
   services: WebServices,
   password: string,
   field = "password",
-): Promise<{ errors: FieldErrors; status: number } | null> {
+): Promise<{ proof: ConfirmedPassword } | { errors: FieldErrors; status: number }> {
   if (password === "") return { errors: { [field]: { key: "form.required" } }, status: 422 };
-  const user = request.web.session!.user;
-  const check = await services.signIn.signIn(user.email, password, {
-    throttle: { client: request.ip },
-    deferActivity: true,
-  });
-  if (check.kind === "throttled") {
-    reply.header("retry-after", String(check.retryAfter));
-    return {
-      errors: { [field]: { key: "login.throttled", params: { seconds: check.retryAfter } } },
-      status: 429,
-    };
+  try {
+    return { proof: await services.signIn.confirmPassword(request.web.session!.user, password, request.ip) };
+  } catch (error) {
+    const refused = refusalOnField(reply, error, [
+      [passwordWrong, field],
+      [signInThrottled, field],
+    ]);
+    if (refused) return refused;
+    throw error;
   }
-  if (check.kind === "unknown" || check.kind === "wrong_password")
-    return { errors: { [field]: { key: "password.wrong" } }, status: 422 };
-  return null;
 }
+
+/** The password rule's refusals (accounts/password-policy.ts) on a form's new-password field. */
+export const newPasswordFields = (field: string): RefusalFields => [
+  [passwordBlank, field],
+  [passwordTooShort, field],
+  [passwordTooLong, field],
+  [passwordLeaked, field],
+  [passwordIdentical, field],
+];
+
+/** A new password typed twice: the repeat field's error when they differ (the page's own check). */
+export const repeatErrors = (password: string, repeated: string, field = "newPassword"): FieldErrors =>
+  password === repeated ? {} : { [`${field}Repeat`]: { key: "password.mismatch" } };

@@ -4,6 +4,7 @@ import csrf from "@fastify/csrf-protection";
 import helmet from "@fastify/helmet";
 import fastifyStatic from "@fastify/static";
 import type { FastifyError, FastifyInstance } from "fastify";
+import { driverFault, isDatabaseUnavailable } from "../db/unavailable.ts";
 import { ServiceError } from "../errors.ts";
 import { defaultLocale, isLocale, translator } from "../i18n/catalogue.ts";
 import type { Services } from "../services.ts";
@@ -17,6 +18,7 @@ import { recoveryPages } from "./pages/recovery.ts";
 import { registrationPages } from "./pages/registration.ts";
 import { signInPages } from "./pages/sign-in.ts";
 import { twoFactorPages } from "./pages/two-factor.ts";
+import { pageStatusOfKind, refusalText, retryAfterHeader } from "./refusals.ts";
 import { errorPage, langCookie, localeOf } from "./render.ts";
 import { WebSessions } from "./sessions.ts";
 
@@ -95,13 +97,22 @@ export async function webInterface(app: FastifyInstance, services: Services) {
       };
     const { t } = request.web;
     if (error.code?.startsWith("FST_CSRF")) return errorPage(request, reply, 403, t("form.csrf"));
-    if (error instanceof ServiceError && error.kind === "unavailable")
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ err: driverFault(error) }, "database unavailable");
       return errorPage(request, reply, 503, t("error.unavailable"));
+    }
+    if (error instanceof ServiceError) {
+      // A refusal no form took as a field error: a page of its own, in the visitor's language.
+      if (error.kind === "unavailable") return errorPage(request, reply, 503, t("error.unavailable"));
+      retryAfterHeader(reply, error);
+      const { key, params } = refusalText(error);
+      return errorPage(request, reply, pageStatusOfKind[error.kind], t(key, params));
+    }
     if (error.code === "FST_REQ_FILE_TOO_LARGE" || error.statusCode === 413)
       return errorPage(request, reply, 413, t("error.tooLarge"));
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500)
       return errorPage(request, reply, error.statusCode, t("error.badRequest"));
-    request.log.error({ err: { type: error.name, message: error.message } }, "web page failed");
+    request.log.error({ err: error }, "web page failed");
     return errorPage(request, reply, 500, t("error.internal"));
   });
 

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import { parseDomain } from "../accounts/addresses.ts";
-import { nowSeconds, parseStringList } from "../accounts/users.ts";
+import { flagInvalid, nowSeconds, parseStringList } from "../accounts/users.ts";
 import { insertReturningId } from "../db/insert.ts";
 import { type Database, type DeliveryStatus, flag } from "../db/schema.ts";
-import { conflict, invalid, notFound } from "../errors.ts";
+import { refusal } from "../errors.ts";
 import { isWebhookEvent, type WebhookEvent, webhookEvents } from "./payload.ts";
 
 export interface WebhookEndpoint {
@@ -42,26 +42,71 @@ export interface WebhookInput {
 }
 
 export const checkUrl = (value: unknown): string => {
-  if (typeof value !== "string" || value.length > 2048) throw invalid("url: must be an http(s) URL");
+  if (typeof value !== "string" || value.length > 2048) throw webhookUrlInvalid();
   try {
     const url = new URL(value);
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error();
     return url.toString();
   } catch {
-    throw invalid("url: must be an http(s) URL");
+    throw webhookUrlInvalid();
   }
 };
 
+export const webhookNotFound = refusal("webhook.not_found", "not_found", () => "webhook not found");
+export const deliveryNotFound = refusal(
+  "webhook.delivery_not_found",
+  "not_found",
+  () => "delivery not found",
+);
+export const webhookUrlInvalid = refusal(
+  "webhook.url_invalid",
+  "invalid",
+  () => "url: must be an http(s) URL",
+);
+export const webhookEventsEmpty = refusal<{ known: string }>(
+  "webhook.events_empty",
+  "invalid",
+  ({ known }) => `events: must list at least one of ${known}`,
+);
+export const webhookEventUnknown = refusal<{ event: string; known: string }>(
+  "webhook.event_unknown",
+  "invalid",
+  ({ event, known }) => `events: unknown event ${event} (known: ${known})`,
+);
+export const webhookSecretLength = refusal(
+  "webhook.secret_length",
+  "invalid",
+  () => "secret: must be 16 to 255 characters",
+);
+export const deliveryNotFailed = refusal<{ status: string }>(
+  "webhook.delivery_not_failed",
+  "conflict",
+  ({ status }) => `delivery is ${status}; only failed deliveries can be retried`,
+);
+export const webhookDisabled = refusal<{ id: number }>(
+  "webhook.disabled",
+  "conflict",
+  ({ id }) => `webhook endpoint ${id} is disabled; enable it before retrying its deliveries`,
+);
+export const webhookDomainsNotList = refusal(
+  "webhook.domains_not_list",
+  "invalid",
+  () => "domains: must be a list of domain names",
+);
+export const webhookDomainNotManaged = refusal<{ domain: string }>(
+  "webhook.domain_not_managed",
+  "invalid",
+  ({ domain }) => `domains: ${domain} is not a managed domain`,
+);
+
 export const checkEvents = (value: unknown): WebhookEvent[] => {
   if (!Array.isArray(value) || value.length === 0) {
-    throw invalid(`events: must list at least one of ${webhookEvents.join(", ")}`);
+    throw webhookEventsEmpty({ known: webhookEvents.join(", ") });
   }
   const events: WebhookEvent[] = [];
   for (const event of value) {
     if (typeof event !== "string" || !isWebhookEvent(event)) {
-      throw invalid(
-        `events: unknown event ${String(event).slice(0, 50)} (known: ${webhookEvents.join(", ")})`,
-      );
+      throw webhookEventUnknown({ event: String(event).slice(0, 50), known: webhookEvents.join(", ") });
     }
     if (!events.includes(event)) events.push(event);
   }
@@ -70,13 +115,13 @@ export const checkEvents = (value: unknown): WebhookEvent[] => {
 
 export const checkSecret = (value: unknown): string => {
   if (typeof value !== "string" || value.length < 16 || value.length > 255) {
-    throw invalid("secret: must be 16 to 255 characters");
+    throw webhookSecretLength();
   }
   return value;
 };
 
 const checkEnabled = (value: unknown): boolean => {
-  if (typeof value !== "boolean") throw invalid("enabled: must be true or false");
+  if (typeof value !== "boolean") throw flagInvalid({ field: "enabled" });
   return value;
 };
 
@@ -131,7 +176,7 @@ export class WebhookService {
       .selectAll()
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row) throw notFound("webhook not found");
+    if (!row) throw webhookNotFound();
     return toEndpoint(row, (await this.#domainsByEndpoint(id)).get(id) ?? []);
   }
 
@@ -164,7 +209,7 @@ export class WebhookService {
 
   async delete(id: number): Promise<void> {
     const result = await this.#db.deleteFrom("webhook_endpoints").where("id", "=", id).executeTakeFirst();
-    if (Number(result.numDeletedRows) === 0) throw notFound("webhook not found");
+    if (Number(result.numDeletedRows) === 0) throw webhookNotFound();
   }
 
   async deliveries(
@@ -195,7 +240,7 @@ export class WebhookService {
       .selectAll()
       .where("id", "=", deliveryId)
       .executeTakeFirst();
-    if (!row) throw notFound("delivery not found");
+    if (!row) throw deliveryNotFound();
     return { ...toDelivery(row), signature: row.signature };
   }
 
@@ -223,13 +268,9 @@ export class WebhookService {
       .select("webhook_endpoints.enabled")
       .where("webhook_deliveries.id", "=", deliveryId)
       .executeTakeFirst();
-    if (!row) throw notFound("delivery not found");
-    if (row.status !== "failed")
-      throw conflict(`delivery is ${row.status}; only failed deliveries can be retried`);
-    if (!flag(row.enabled))
-      throw conflict(
-        `webhook endpoint ${row.endpoint_id} is disabled; enable it before retrying its deliveries`,
-      );
+    if (!row) throw deliveryNotFound();
+    if (row.status !== "failed") throw deliveryNotFailed({ status: row.status });
+    if (!flag(row.enabled)) throw webhookDisabled({ id: row.endpoint_id });
     await this.#db
       .updateTable("webhook_deliveries")
       .set({ status: "pending", next_attempt_at: nowSeconds(), claimed_until: null, claim_token: null })
@@ -256,14 +297,14 @@ export class WebhookService {
 
   async #domainIds(value: unknown): Promise<number[]> {
     if (value === undefined || value === null) return [];
-    if (!Array.isArray(value)) throw invalid("domains: must be a list of domain names");
+    if (!Array.isArray(value)) throw webhookDomainsNotList();
     const ids: number[] = [];
     for (const raw of value) {
       const name = typeof raw === "string" ? parseDomain(raw) : null;
       const row = name
         ? await this.#db.selectFrom("domains").select("id").where("name", "=", name).executeTakeFirst()
         : undefined;
-      if (!row) throw invalid(`domains: ${String(raw).slice(0, 100)} is not a managed domain`);
+      if (!row) throw webhookDomainNotManaged({ domain: String(raw).slice(0, 100) });
       if (!ids.includes(row.id)) ids.push(row.id);
     }
     return ids;

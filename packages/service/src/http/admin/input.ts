@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifySchemaValidationError } from "fastify";
 import { type TSchema, Type } from "typebox";
-import { badRequest, invalid, type ServiceError } from "../../errors.ts";
+import { refusal, type ServiceError } from "../../errors.ts";
 import {
   bodyErrors,
   type ErrorStatus,
@@ -36,8 +36,32 @@ export const IdParams = Type.Object({ id: Type.String({ description: "Numeric id
 export const givenText = (value: string | undefined): string | undefined =>
   value === undefined || value === "" ? undefined : value;
 
+export const idNotNumber = refusal("request.id_not_number", "bad_request", () => "id: must be a number");
+export const requestFieldRequired = refusal<{ field: string }>(
+  "request.field_required",
+  "invalid",
+  ({ field }) => `${field}: is required`,
+);
+export const requestBodyNotObject = refusal(
+  "request.body_not_object",
+  "invalid",
+  () => "body: must be a JSON object",
+);
+/** `expected`: the types or values the field may have, in words ("true or false", "active, deleted or all"). */
+export const requestFieldType = refusal<{ field: string; expected: string }>(
+  "request.field_type",
+  "invalid",
+  ({ field, expected }) => `${field}: must be ${expected}`,
+);
+/** Another schema rule (a length, a pattern): `why` is the schema validator's words. */
+export const requestFieldInvalid = refusal<{ field: string; why: string }>(
+  "request.field_invalid",
+  "invalid",
+  ({ field, why }) => `${field}: ${why}`,
+);
+
 export const numericId = (raw: string | undefined): number => {
-  if (!raw || !/^\d{1,10}$/.test(raw)) throw badRequest("id: must be a number");
+  if (!raw || !/^\d{1,10}$/.test(raw)) throw idNotNumber();
   return Number(raw);
 };
 
@@ -79,11 +103,11 @@ export function adminValidationError(errors: FastifySchemaValidationError[], whe
   const deepest = Math.max(...errors.map(depth));
   const here = errors.filter((error) => depth(error) === deepest);
   const first = here[0] ?? errors[0];
-  if (!first) return invalid(`${where}: is invalid`);
+  if (!first) return requestFieldInvalid({ field: where, why: "is invalid" });
   const missing = (first.params as { missingProperty?: string }).missingProperty;
-  if (missing !== undefined) return invalid(`${fieldName(first.instancePath, missing)}: is required`);
+  if (missing !== undefined) return requestFieldRequired({ field: fieldName(first.instancePath, missing) });
   const field = fieldName(first.instancePath) || where;
-  if (field === "body" && first.keyword === "type") return invalid("body: must be a JSON object");
+  if (field === "body" && first.keyword === "type") return requestBodyNotObject();
   const types = here.flatMap((error) => {
     if (error.keyword !== "type") return [];
     const type = (error.params as { type?: string | string[] }).type ?? [];
@@ -91,15 +115,18 @@ export function adminValidationError(errors: FastifySchemaValidationError[], whe
   });
   if (types.length > 0) {
     const or = types.some((t) => t.includes(" or ")) ? ", or " : " or ";
-    return invalid(`${field}: must be ${types.join(or)}`);
+    return requestFieldType({ field, expected: types.join(or) });
   }
   const allowed = (first.params as { allowedValues?: unknown[] }).allowedValues;
   if (first.keyword === "enum" && allowed) {
     const names = allowed.map(String);
     const last = names.pop();
-    return invalid(`${field}: must be ${names.length > 0 ? `${names.join(", ")} or ${last}` : last}`);
+    return requestFieldType({
+      field,
+      expected: names.length > 0 ? `${names.join(", ")} or ${last}` : String(last),
+    });
   }
-  return invalid(`${field}: ${first.message ?? "is invalid"}`);
+  return requestFieldInvalid({ field, why: first.message ?? "is invalid" });
 }
 
 /**

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { AdminService } from "../../admin/service.ts";
-import { invalid } from "../../errors.ts";
+import { refusal } from "../../errors.ts";
 import { maxKeyUploadBodyBytes, type OpenPgpKeyService } from "../../openpgp/keys.ts";
 import { EmailParams } from "../schemas.ts";
 import { actorOf } from "./actor.ts";
@@ -50,6 +50,7 @@ const BinaryKey = Type.Unsafe<Buffer>({
 });
 
 const keyMissing = 'key: send the key as the body (armored text or binary), or JSON {"key": "<armored>"}';
+export const keyNotSent = refusal("request.key_missing", "invalid", () => keyMissing);
 
 /** Keys arrive as armored text, as the binary key (parsers in plugin.ts), or as JSON {"key": ...}. */
 export async function openPgpKeyRoutes(
@@ -110,7 +111,7 @@ export async function openPgpKeyRoutes(
             : typeof (raw as { key?: unknown } | undefined)?.key === "string"
               ? (raw as { key: string }).key
               : null;
-      if (data === null) throw invalid(keyMissing);
+      if (data === null) throw keyNotSent();
       return admin.openPgpKeys.import(actorOf(request), request.params.email, data);
     },
   );

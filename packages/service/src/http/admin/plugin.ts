@@ -1,11 +1,10 @@
 import type { FastifyInstance } from "fastify";
-import { invalid } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { requireScope } from "../auth.ts";
 import { aliasRoutes } from "./aliases.ts";
 import { auditLogRoutes } from "./audit-log.ts";
 import { domainRoutes } from "./domains.ts";
-import { adminValidationError } from "./input.ts";
+import { adminValidationError, requestBodyNotObject } from "./input.ts";
 import { openPgpKeyRoutes } from "./openpgp-keys.ts";
 import { settingsRoutes } from "./settings.ts";
 import { tokenRoutes } from "./tokens.ts";
@@ -32,7 +31,7 @@ export async function adminApi(app: FastifyInstance, services: Services) {
     if (schema === undefined) return done();
     if (request.body == null) request.body = {};
     else if (Buffer.isBuffer(request.body) && schema.content === undefined)
-      return done(invalid("body: must be a JSON object"));
+      return done(requestBodyNotObject());
     done();
   });
   // Binary keys (application/octet-stream, application/pgp-keys) and armored text. Registered for

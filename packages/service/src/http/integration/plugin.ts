@@ -23,7 +23,7 @@ export async function integrationApi(
   writeResponsesInGroups(app);
   const lookups = new MessageLookups(services.database, services.settings, services.tokens);
   const tokenCheck: TokenCheck = (plain) => lookups.authenticate(plain);
-  const { database, signIn, aliases, identity, retention, lifecycle, passwordPolicy } = services;
+  const { database, signIn, aliases, identity, retention, lifecycle } = services;
   const groups: [
     prefix: string,
     userliPrefix: string | null,
@@ -38,7 +38,7 @@ export async function integrationApi(
     [
       "/api/webmail",
       "/api/roundcube",
-      (scope) => webmailRoutes(scope, tokenCheck, { signIn, aliases, lifecycle, passwordPolicy }),
+      (scope) => webmailRoutes(scope, tokenCheck, { signIn, aliases, lifecycle }),
     ],
     ["/api/identity", "/api/keycloak", (scope) => identityRoutes(scope, tokenCheck, { identity, signIn })],
     ["/api/retention", null, (scope) => retentionRoutes(scope, tokenCheck, { retention })],

@@ -1,31 +1,23 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import {
-  type AliasRefusal,
-  AliasRefused,
   maxAliasNoteLength,
   maxCustomAliases,
   maxRandomAliases,
+  ownAliasCharacters,
+  ownAliasCustomLimit,
+  ownAliasNoteTooLong,
+  ownAliasRandomLimit,
+  ownAliasSyntax,
+  ownAliasTaken,
 } from "../../accounts/user-aliases.ts";
-import type { MessageKey } from "../../i18n/catalogue.ts";
 import { formatDateTime } from "../../i18n/dates.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
 import { notSpam } from "../guards.ts";
-import { errorPage, render } from "../render.ts";
+import { type RefusalFields, refusalOnField } from "../refusals.ts";
+import { render } from "../render.ts";
 
 type Form = Record<string, string | undefined>;
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
-
-/** Each refusal's sentence, its parameters and the status of the answer. */
-const refusals: Record<AliasRefusal, { key: MessageKey; status: number; params?: Record<string, number> }> = {
-  note_too_long: { key: "aliases.noteTooLong", status: 422, params: { max: maxAliasNoteLength } },
-  random_limit: { key: "aliases.randomLimit", status: 409, params: { max: maxRandomAliases } },
-  custom_limit: { key: "aliases.customLimit", status: 409, params: { max: maxCustomAliases } },
-  characters: { key: "aliases.characters", status: 422 },
-  syntax: { key: "aliases.syntax", status: 422 },
-  taken: { key: "aliases.taken", status: 409 },
-  not_found: { key: "aliases.notFound", status: 404 },
-  forbidden: { key: "aliases.customNotDeletable", status: 403 },
-};
 
 /** `/account/alias`: the user's random and custom aliases; the rules are UserAliasService's. */
 export async function aliasPages(app: FastifyInstance, services: WebServices) {
@@ -64,17 +56,12 @@ export async function aliasPages(app: FastifyInstance, services: WebServices) {
     request: FastifyRequest,
     reply: FastifyReply,
     error: unknown,
-    fields: Partial<Record<AliasRefusal, string>>,
+    fields: RefusalFields,
     values: Record<string, string>,
   ) => {
-    if (!(error instanceof AliasRefused)) throw error;
-    const refusal = refusals[error.reason];
-    const field = fields[error.reason];
-    if (!field) return errorPage(request, reply, refusal.status, request.web.t(refusal.key, refusal.params));
-    const errors: FieldErrors = {
-      [field]: { key: refusal.key, ...(refusal.params ? { params: refusal.params } : {}) },
-    };
-    return page(request, reply, { errors, values }, refusal.status);
+    const onField = refusalOnField(reply, error, fields);
+    if (!onField) throw error;
+    return page(request, reply, { errors: onField.errors, values }, onField.status);
   };
 
   app.get("/account/alias", guarded, (request, reply) => page(request, reply));
@@ -93,7 +80,10 @@ export async function aliasPages(app: FastifyInstance, services: WebServices) {
         request,
         reply,
         error,
-        { note_too_long: "randomNote", random_limit: "randomNote" },
+        [
+          [ownAliasNoteTooLong, "randomNote"],
+          [ownAliasRandomLimit, "randomNote"],
+        ],
         { randomNote: note },
       );
     }
@@ -120,13 +110,13 @@ export async function aliasPages(app: FastifyInstance, services: WebServices) {
         request,
         reply,
         error,
-        {
-          note_too_long: "customNote",
-          custom_limit: "localPart",
-          characters: "localPart",
-          syntax: "localPart",
-          taken: "localPart",
-        },
+        [
+          [ownAliasNoteTooLong, "customNote"],
+          [ownAliasCustomLimit, "localPart"],
+          [ownAliasCharacters, "localPart"],
+          [ownAliasSyntax, "localPart"],
+          [ownAliasTaken, "localPart"],
+        ],
         values,
       );
     }
@@ -142,7 +132,7 @@ export async function aliasPages(app: FastifyInstance, services: WebServices) {
         const source = await userAliases.delete(me(request), id);
         await addFlash(request, { kind: "success", key: "aliases.deleted", params: { address: source } });
       } catch (error) {
-        return refused(request, reply, error, {}, {});
+        return refused(request, reply, error, [], {});
       }
       return seeOther(reply, "/account/alias");
     },

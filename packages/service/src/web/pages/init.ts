@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { domainNameInvalid } from "../../accounts/domains.ts";
+import { minPasswordLength } from "../../accounts/password-policy.ts";
 import { normalizeSetting, settingDefinitions } from "../../accounts/settings.ts";
 import { type SetupSetting, type SetupStep, setupSettings } from "../../accounts/setup.ts";
-import { minPasswordLength } from "../../accounts/users.ts";
 import { ServiceError } from "../../errors.ts";
 import { addFlash, type FieldErrors, hasRole, seeOther, type WebServices } from "../context.ts";
+import { newPasswordFields, repeatErrors } from "../password-confirmation.ts";
+import { refusalOnField, refusalText } from "../refusals.ts";
 import { errorPage, render } from "../render.ts";
-import { newPasswordErrors } from "./account.ts";
 import { setSessionCookie } from "./sign-in.ts";
 
 type Form = Record<string, string | undefined>;
@@ -18,21 +20,6 @@ const stepPath: Record<SetupStep, string> = {
   settings: "/init/settings",
   done: "/",
 };
-
-/** The field error for a setting the settings' own rule refused (its message names the rule). */
-function settingError(name: SetupSetting, message: string): NonNullable<FieldErrors[string]> {
-  const definition: { type: string; minLength?: number; maxLength?: number } = settingDefinitions[name];
-  if (message.endsWith("must not be blank") || message.endsWith("a value is required"))
-    return { key: "form.required" };
-  if (/must be at (least|most) \d+ characters/.test(message))
-    return {
-      key: "init.settings.length",
-      params: { min: definition.minLength ?? 1, max: definition.maxLength ?? 4000 },
-    };
-  if (definition.type === "url") return { key: "init.settings.invalidUrl" };
-  if (definition.type === "email") return { key: "init.settings.invalidEmail" };
-  return { key: "init.settings.invalid" };
-}
 
 /**
  * `/init`: the first-run setup (services.setup). Every step is answered only while it is the
@@ -74,9 +61,9 @@ export async function initPages(app: FastifyInstance, services: WebServices) {
     try {
       await setup.createPrimaryDomain(name);
     } catch (error) {
+      const refused = refusalOnField(reply, error, [[domainNameInvalid, "domain"]]);
+      if (refused) return domainForm(request, reply, values, refused.errors, refused.status);
       if (!(error instanceof ServiceError)) throw error;
-      if (error.kind === "invalid")
-        return domainForm(request, reply, values, { domain: { key: "init.domain.invalid" } }, 422);
       // Someone finished this step meanwhile.
       return seeOther(reply, stepPath[await setup.step()]);
     }
@@ -110,17 +97,14 @@ export async function initPages(app: FastifyInstance, services: WebServices) {
     const redirect = await elsewhere(reply, "admin");
     if (redirect) return redirect;
     const password = text(request.body?.password);
-    const errors = await newPasswordErrors(
-      services.passwordPolicy,
-      password,
-      text(request.body?.passwordRepeat),
-      "password",
-    );
+    const errors = repeatErrors(password, text(request.body?.passwordRepeat), "password");
     if (Object.keys(errors).length > 0) return adminForm(request, reply, errors, 422);
     let created: Awaited<ReturnType<typeof setup.createFirstAdmin>>;
     try {
       created = await setup.createFirstAdmin(password);
     } catch (error) {
+      const refused = refusalOnField(reply, error, newPasswordFields("password"));
+      if (refused) return adminForm(request, reply, refused.errors, refused.status);
       if (!(error instanceof ServiceError)) throw error;
       return seeOther(reply, stepPath[await setup.step()]);
     }
@@ -182,7 +166,7 @@ export async function initPages(app: FastifyInstance, services: WebServices) {
         normalizeSetting(name, values[name]);
       } catch (error) {
         if (!(error instanceof ServiceError)) throw error;
-        errors[name] = settingError(name, error.message);
+        errors[name] = refusalText(error);
       }
     }
     if (Object.keys(errors).length > 0) return settingsForm(request, reply, values, errors, 422);

@@ -1,12 +1,18 @@
 import multipart, { type MultipartFile, type MultipartValue } from "@fastify/multipart";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { MessageKey } from "../../i18n/catalogue.ts";
 import { formatDateTime } from "../../i18n/dates.ts";
-import { type KeyRefusal, KeyRefused } from "../../openpgp/identities.ts";
-import { maxKeyUploadBodyBytes } from "../../openpgp/keys.ts";
+import { notOwnIdentity } from "../../openpgp/identities.ts";
+import {
+  keyNoData,
+  keyNoneForAddress,
+  keySeveralForAddress,
+  keyTooLarge,
+  maxKeyUploadBodyBytes,
+} from "../../openpgp/keys.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
 import { notSpam } from "../guards.ts";
 import { confirmPassword } from "../password-confirmation.ts";
+import { refusalOnField } from "../refusals.ts";
 import { errorPage, render } from "../render.ts";
 
 type Form = Record<string, string | undefined>;
@@ -21,15 +27,6 @@ interface UploadForm {
   /** A field cut at the size limit. */
   truncated: boolean;
 }
-
-const refusals: Record<KeyRefusal, { key: MessageKey; status: number }> = {
-  not_identity: { key: "openpgp.notIdentity", status: 403 },
-  no_data: { key: "openpgp.noData", status: 422 },
-  too_large: { key: "openpgp.tooLarge", status: 413 },
-  no_key: { key: "openpgp.noKeyForAddress", status: 422 },
-  several_keys: { key: "openpgp.severalKeys", status: 422 },
-  no_stored_key: { key: "openpgp.noStoredKey", status: 404 },
-};
 
 /** The upload form of a multipart request, as the preValidation hook read it. */
 const uploadForms = new WeakMap<FastifyRequest, UploadForm>();
@@ -128,10 +125,15 @@ export async function openPgpPages(app: FastifyInstance, services: WebServices) 
       try {
         await openPgpIdentities.upload(me(request), form.email, hasFile ? form.keyFile!.data : form.keyText);
       } catch (error) {
-        if (!(error instanceof KeyRefused)) throw error;
-        const refusal = refusals[error.reason];
-        const at = error.reason === "not_identity" ? "email" : field;
-        return page(request, reply, { errors: { [at]: { key: refusal.key } }, values }, refusal.status);
+        const refused = refusalOnField(reply, error, [
+          [notOwnIdentity, "email"],
+          [keyNoData, field],
+          [keyTooLarge, field, 413],
+          [keyNoneForAddress, field],
+          [keySeveralForAddress, field],
+        ]);
+        if (!refused) throw error;
+        return page(request, reply, { errors: refused.errors, values }, refused.status);
       }
       await addFlash(request, { kind: "success", key: "openpgp.uploaded" });
       return seeOther(reply, "/account/openpgp");
@@ -170,15 +172,9 @@ export async function openPgpPages(app: FastifyInstance, services: WebServices) 
       const { email } = request.params;
       const missing = await keyOf(request, reply, email);
       if (missing) return missing;
-      const refused = await confirmPassword(request, reply, services, text(request.body?.password));
-      if (refused) return deletePage(request, reply, email, refused.errors, refused.status);
-      try {
-        await openPgpIdentities.remove(me(request), email);
-      } catch (error) {
-        if (!(error instanceof KeyRefused)) throw error;
-        const refusal = refusals[error.reason];
-        return errorPage(request, reply, refusal.status, request.web.t(refusal.key));
-      }
+      const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
+      if ("errors" in confirmed) return deletePage(request, reply, email, confirmed.errors, confirmed.status);
+      await openPgpIdentities.remove(confirmed.proof.user, email);
       await addFlash(request, { kind: "success", key: "openpgp.deleted", params: { email } });
       return seeOther(reply, "/account/openpgp");
     },

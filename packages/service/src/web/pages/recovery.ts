@@ -1,12 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { parseAddress } from "../../accounts/addresses.ts";
-import { minPasswordLength } from "../../accounts/users.ts";
+import { minPasswordLength } from "../../accounts/password-policy.ts";
 import { normalizeRecoveryToken } from "../../credentials/mailcrypt.ts";
 import type { MessageKey } from "../../i18n/catalogue.ts";
 import { formatDateTime } from "../../i18n/dates.ts";
 import { type FieldErrors, seeOther, type WebServices } from "../context.ts";
+import { newPasswordFields, repeatErrors } from "../password-confirmation.ts";
+import { refusalOnField } from "../refusals.ts";
 import { render } from "../render.ts";
-import { newPasswordErrors } from "./account.ts";
 
 type Form = Record<string, string | undefined>;
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
@@ -22,7 +23,7 @@ interface Notice {
  * rule itself is RecoveryService's, and every step re-checks it there.
  */
 export async function recoveryPages(app: FastifyInstance, services: WebServices) {
-  const { recovery, mail, passwordPolicy } = services;
+  const { recovery, mail } = services;
 
   const startForm = (
     request: FastifyRequest,
@@ -106,10 +107,17 @@ export async function recoveryPages(app: FastifyInstance, services: WebServices)
     if (!parseAddress(email) || token === null)
       return startForm(request, reply, { values: { email }, notice: { key: "recovery.wrong" }, status: 400 });
     const password = text(request.body?.newPassword);
-    const errors = await newPasswordErrors(passwordPolicy, password, text(request.body?.newPasswordRepeat));
+    const errors = repeatErrors(password, text(request.body?.newPasswordRepeat));
     if (Object.keys(errors).length > 0)
       return resetForm(request, reply, { email, token, errors, status: 422 });
-    const result = await recovery.complete(email, token, password, { client: request.ip });
+    let result: Awaited<ReturnType<typeof recovery.complete>>;
+    try {
+      result = await recovery.complete(email, token, password, { client: request.ip });
+    } catch (error) {
+      const refused = refusalOnField(reply, error, newPasswordFields("newPassword"));
+      if (!refused) throw error;
+      return resetForm(request, reply, { email, token, errors: refused.errors, status: refused.status });
+    }
     switch (result.kind) {
       case "throttled":
         return throttled(request, reply, email, result.retryAfter);

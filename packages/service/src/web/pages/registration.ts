@@ -1,16 +1,23 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { type InviteCodeProblem, inviteCodePattern, isMultiplier } from "../../accounts/invite-codes.ts";
+import {
+  type InviteCodeProblem,
+  invitationsOff,
+  inviteCodePattern,
+  inviteCodesOnlyMultipliers,
+  isMultiplier,
+} from "../../accounts/invite-codes.ts";
+import { minPasswordLength } from "../../accounts/password-policy.ts";
 import {
   maxLocalPartLength,
   minLocalPartLength,
   type RegistrationProblem,
-  RegistrationRefused,
+  registrationRefused,
 } from "../../accounts/registration.ts";
-import { minPasswordLength } from "../../accounts/users.ts";
-import { ServiceError } from "../../errors.ts";
+import { isRefusal } from "../../errors.ts";
 import { formatDateTime } from "../../i18n/dates.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
 import { notSuspicious, signedIn } from "../guards.ts";
+import { refusalText } from "../refusals.ts";
 import { errorPage, render } from "../render.ts";
 import { setSessionCookie } from "./sign-in.ts";
 
@@ -36,12 +43,7 @@ function fieldErrors(problems: RegistrationProblem[]): FieldErrors {
                 ? { key: "registration.localPart.syntax" }
                 : { key: "registration.localPart.taken" };
     } else if (problem.field === "password") {
-      errors.password =
-        problem.reason === "too_short"
-          ? { key: "password.weak", params: { min: minPasswordLength } }
-          : problem.reason === "too_long"
-            ? { key: "password.tooLong" }
-            : { key: "password.compromised" };
+      errors.password = refusalText(problem.reason);
     }
   }
   return errors;
@@ -137,12 +139,13 @@ export async function registrationPages(app: FastifyInstance, services: WebServi
           locale: request.web.locale,
         });
       } catch (error) {
-        if (!(error instanceof RegistrationRefused)) throw error;
-        const codeProblem = error.problems.find((p) => p.field === "code");
+        if (!isRefusal(error, registrationRefused)) throw error;
+        const { problems } = error.params;
+        const codeProblem = problems.find((p) => p.field === "code");
         // The code went away meanwhile (another registration took it): back to the start page.
         if (codeProblem?.field === "code") return seeOther(reply, `/?notice=${noticeOf(codeProblem.reason)}`);
-        const taken = error.problems.some((p) => p.field === "localPart" && p.reason === "taken");
-        return retry(fieldErrors(error.problems), taken ? 409 : 422);
+        const taken = problems.some((p) => p.field === "localPart" && p.reason === "taken");
+        return retry(fieldErrors(problems), taken ? 409 : 422);
       }
       // Signed in at once, with a session of its own (never one the visitor had before). As in
       // the reference this is no sign-in: the last login stays empty until the first real one.
@@ -241,7 +244,7 @@ export async function registrationPages(app: FastifyInstance, services: WebServi
       try {
         await inviteCodes.createOneMore(request.web.session!.user.id);
       } catch (error) {
-        if (error instanceof ServiceError && error.kind === "invalid")
+        if (isRefusal(error, inviteCodesOnlyMultipliers) || isRefusal(error, invitationsOff))
           return errorPage(request, reply, 403, request.web.t("error.forbidden"));
         throw error;
       }

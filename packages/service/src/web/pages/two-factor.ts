@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import QRCode from "qrcode";
-import { ServiceError } from "../../errors.ts";
+import { totpCodeWrong } from "../../accounts/two-factor.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
 import { signedIn } from "../guards.ts";
 import { confirmPassword } from "../password-confirmation.ts";
+import { refusalOnField } from "../refusals.ts";
 import { render } from "../render.ts";
 
 type Form = Record<string, string | undefined>;
@@ -64,8 +65,8 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
       await addFlash(request, { kind: "info", key: "totpSetup.alreadyOn" });
       return seeOther(reply, "/account/twofactor");
     }
-    const refused = await confirmPassword(request, reply, services, text(request.body?.password));
-    if (refused) return overview(request, reply, refused.errors, refused.status);
+    const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
+    if ("errors" in confirmed) return overview(request, reply, confirmed.errors, confirmed.status);
     const current = session(request);
     current.data[pendingKey] = twoFactor.offer();
     await sessions.save(current);
@@ -98,8 +99,8 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
         keepSessionIdHash: current.idHash,
       });
     } catch (error) {
-      if (error instanceof ServiceError && error.kind === "invalid")
-        return scanPage(request, reply, pending.secret, { code: { key: "twoFactor.invalid" } }, 422);
+      const refused = refusalOnField(reply, error, [[totpCodeWrong, "code"]]);
+      if (refused) return scanPage(request, reply, pending.secret, refused.errors, refused.status);
       throw error;
     }
     delete current.data[pendingKey];
@@ -121,8 +122,8 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
 
   app.post<{ Body: Form }>("/account/twofactor/disable", posted, async (request, reply) => {
     if (!isEnabled(request)) return seeOther(reply, "/account/twofactor");
-    const refused = await confirmPassword(request, reply, services, text(request.body?.password));
-    if (refused) return overview(request, reply, refused.errors, refused.status);
+    const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
+    if ("errors" in confirmed) return overview(request, reply, confirmed.errors, confirmed.status);
     await twoFactor.disable(session(request).user);
     await addFlash(request, { kind: "success", key: "totpSetup.disabled" });
     return seeOther(reply, "/account/twofactor");

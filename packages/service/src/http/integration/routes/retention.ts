@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { RetentionService } from "../../../accounts/retention.ts";
-import { badRequest } from "../../../errors.ts";
+import { refusal } from "../../../errors.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
 import { requireAddress } from "../../params.ts";
 import { bodyErrors, EmailParams } from "../../schemas.ts";
@@ -93,15 +93,22 @@ export async function retentionRoutes(
   );
 }
 
+const touchBodyNotObject = refusal(
+  "touch.body_not_object",
+  "bad_request",
+  () => "body must be a JSON object",
+);
+const touchTimestampInvalid = refusal("touch.timestamp_invalid", "bad_request", () => timestampProblem);
+
 /** The optional `timestamp`: a whole number of Unix seconds (form bodies carry it as a string). */
 function touchTimestamp(body: unknown): number | null {
   if (body === undefined || body === null || body === "") return null;
-  if (typeof body !== "object" || Array.isArray(body)) throw badRequest("body must be a JSON object");
+  if (typeof body !== "object" || Array.isArray(body)) throw touchBodyNotObject();
   const value = (body as Record<string, unknown>).timestamp;
   if (value === undefined || value === null) return null;
   const number = typeof value === "string" && /^\d{1,12}$/.test(value) ? Number(value) : value;
   if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
-    throw badRequest(timestampProblem);
+    throw touchTimestampInvalid();
   }
   return number;
 }

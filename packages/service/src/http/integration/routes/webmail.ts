@@ -3,10 +3,15 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { AliasService } from "../../../accounts/aliases.ts";
 import type { LifecycleService } from "../../../accounts/lifecycle.ts";
-import type { PasswordPolicy, PasswordProblem } from "../../../accounts/password-policy.ts";
+import {
+  minPasswordLength,
+  passwordIdentical,
+  passwordLeaked,
+  passwordTooLong,
+  passwordTooShort,
+} from "../../../accounts/password-policy.ts";
 import type { SignInService } from "../../../accounts/sign-in.ts";
-import { minPasswordLength } from "../../../accounts/users.ts";
-import { ServiceError } from "../../../errors.ts";
+import { type AnyRefusal, ServiceError } from "../../../errors.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
 import { bodyErrors, ClientAddressHeaders, SuccessBody } from "../../schemas.ts";
 import {
@@ -44,13 +49,16 @@ const PasswordChangeBody = Type.Object(
   },
 );
 
-/** Why a new password is refused: the web page's rule (accounts/password-policy.ts), in words for logs. */
-const policyRefusals: Record<PasswordProblem, string> = {
-  too_short: `newPassword: the password must have at least ${minPasswordLength} characters`,
-  too_long: "newPassword: the password is too long",
-  compromised: "newPassword: the password has been leaked in a data breach; choose another one",
-};
-const identicalPassword = "newPassword: the new password is identical with the old one";
+/**
+ * The password rule's refusals (accounts/password-policy.ts) in this endpoint's words: its field is
+ * `newPassword`, and Roundcube's plugin shows these texts as they are.
+ */
+const policyRefusals: [AnyRefusal, string][] = [
+  [passwordTooShort, `newPassword: the password must have at least ${minPasswordLength} characters`],
+  [passwordTooLong, "newPassword: the password is too long"],
+  [passwordLeaked, "newPassword: the password has been leaked in a data breach; choose another one"],
+  [passwordIdentical, "newPassword: the new password is identical with the old one"],
+];
 const keyCannotBeOpened = "the MailCrypt key cannot be opened with this password";
 
 /**
@@ -64,7 +72,6 @@ export async function webmailRoutes(
     signIn: SignInService;
     aliases: AliasService;
     lifecycle: LifecycleService;
-    passwordPolicy: PasswordPolicy;
   },
 ) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
@@ -128,7 +135,7 @@ export async function webmailRoutes(
             bodyErrors,
             { 409: [keyCannotBeOpened, "the password was changed concurrently; try again"] },
             bodyFieldErrors("password", "email", "newPassword"),
-            { 422: [...Object.values(policyRefusals), identicalPassword] },
+            { 422: policyRefusals.map(([, words]) => words) },
             throttleErrors,
             unavailable,
           ),
@@ -144,13 +151,13 @@ export async function webmailRoutes(
         const retryAfter = result.kind === "throttled" ? result.retryAfter : undefined;
         return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed }, retryAfter);
       }
-      const problem = await services.passwordPolicy.check(newPassword);
-      if (problem) return reply.code(422).send({ message: policyRefusals[problem] });
       try {
-        await services.lifecycle.changePassword(result.user.email, password, newPassword);
+        await services.lifecycle.changePassword(result.proof, newPassword);
       } catch (error) {
-        if (error instanceof ServiceError && error.message.includes("identical"))
-          return reply.code(422).send({ message: identicalPassword });
+        const words = policyRefusals.find(
+          ([definition]) => error instanceof ServiceError && error.is(definition),
+        );
+        if (words) return reply.code(422).send({ message: words[1] });
         throw error;
       }
       return { message: "success" as const };

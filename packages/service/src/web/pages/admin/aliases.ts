@@ -1,8 +1,20 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { notPermitted } from "../../../accounts/admin-scope.ts";
+import {
+  aliasNotFound,
+  destinationInvalid,
+  destinationOrOwnerRequired,
+  destinationRequired,
+  destinationsNotList,
+  ownerNotActive,
+  tooManyDestinations,
+} from "../../../accounts/aliases.ts";
 import { readSearch } from "../../../accounts/paging.ts";
-import type { AliasListFilter } from "../../../admin/aliases.ts";
-import { ServiceError } from "../../../errors.ts";
+import { addressInvalid, addressTaken, domainNotManaged, smtpQuotaInvalid } from "../../../accounts/users.ts";
+import { type AliasListFilter, aliasOwnerRequired, smtpQuotaAdminsOnly } from "../../../admin/aliases.ts";
+import { isRefusal } from "../../../errors.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
+import type { RefusalFields } from "../../refusals.ts";
 import {
   actorOf,
   adminArea,
@@ -12,28 +24,36 @@ import {
   listUrl,
   param,
   type Query,
+  refusedFields,
   segment,
-  serviceFieldError,
   text,
   wholeNumber,
 } from "./common.ts";
-import { statusOf } from "./users.ts";
 
 const aliasPath = (source: string) => `/admin/aliases/${segment(source)}`;
 
-const aliasErrorRules = [
-  { field: "source", when: /already taken/, key: "admin.aliases.sourceTaken" as const },
-  { field: "source", when: /^source:/, key: "admin.aliases.sourceInvalid" as const },
-  { field: "owner", when: /^owner:/, key: "admin.aliases.ownerUnknown" as const },
-  {
-    field: "destinations",
-    when: /^destinations: at least/,
-    key: "admin.aliases.destinationsMissing" as const,
-  },
-  { field: "destinations", when: /^destinations:/, key: "admin.aliases.destinationInvalid" as const },
-  { field: "smtpPerHour", when: /^smtpQuota\.per_hour/, key: "admin.wholeNumber" as const },
-  { field: "smtpPerDay", when: /^smtpQuota\.per_day/, key: "admin.wholeNumber" as const },
+/** The alias form's refusals from the services, each next to its field. */
+const aliasFields: RefusalFields = [
+  [addressTaken, "source"],
+  [addressInvalid, "source"],
+  [domainNotManaged, "source"],
+  [ownerNotActive, "owner"],
+  [aliasOwnerRequired, "owner"],
+  [destinationOrOwnerRequired, "destinations"],
+  [destinationRequired, "destinations"],
+  [destinationsNotList, "destinations"],
+  [tooManyDestinations, "destinations"],
+  [destinationInvalid, "destinations"],
+  [smtpQuotaAdminsOnly, "smtpPerHour"],
 ];
+
+/** The SMTP limit fields of a refusal of `smtpQuota.per_hour` or `smtpQuota.per_day`. */
+export const smtpQuotaField = (error: unknown): string | null =>
+  isRefusal(error, smtpQuotaInvalid)
+    ? error.params.field.endsWith("per_day")
+      ? "smtpPerDay"
+      : "smtpPerHour"
+    : null;
 
 /** One address per line (or separated by commas or spaces). */
 const addressLines = (value: string): string[] =>
@@ -147,29 +167,26 @@ export async function adminAliasPages(app: FastifyInstance, services: WebService
       return seeOther(reply, "/admin/aliases");
     } catch (error) {
       // Another domain, or an owner the domain admin does not manage: a form error, with a 403.
-      if (error instanceof ServiceError && error.kind === "forbidden")
+      if (isRefusal(error, notPermitted))
         return form(
           request,
           reply,
           "create",
           values,
-          /this alias$/.test(error.message)
+          error.params.subject === "alias"
             ? { source: { key: "admin.aliases.sourceInvalid" } }
             : { owner: { key: "admin.aliases.ownerUnknown" } },
           403,
         );
-      const fieldErrors = serviceFieldError(error, aliasErrorRules, {
-        field: "source",
-        key: "admin.invalid",
-      });
-      if (fieldErrors) return form(request, reply, "create", values, fieldErrors, statusOf(error));
+      const refused = refusedFields(reply, error, aliasFields, smtpQuotaField(error) ?? "source");
+      if (refused) return form(request, reply, "create", values, refused.errors, refused.status);
       throw error;
     }
   });
 
   app.get("/admin/aliases/:source/edit", guarded, async (request, reply) => {
     const alias = await admin.aliases.get(actorOf(request), param(request, "source"));
-    if (alias.deleted) throw new ServiceError("not_found", "alias not found");
+    if (alias.deleted) throw aliasNotFound();
     return form(request, reply, "edit", {
       source: alias.source,
       owner: alias.owner ?? "",
@@ -200,13 +217,10 @@ export async function adminAliasPages(app: FastifyInstance, services: WebService
           : { owner: values.owner === "" ? actor.name : values.owner },
       );
     } catch (error) {
-      if (error instanceof ServiceError && error.kind === "forbidden")
+      if (isRefusal(error, notPermitted))
         return form(request, reply, "edit", values, { owner: { key: "admin.aliases.ownerOutside" } }, 403);
-      const fieldErrors = serviceFieldError(error, aliasErrorRules, {
-        field: "destinations",
-        key: "admin.invalid",
-      });
-      if (fieldErrors) return form(request, reply, "edit", values, fieldErrors, statusOf(error));
+      const refused = refusedFields(reply, error, aliasFields, smtpQuotaField(error) ?? "destinations");
+      if (refused) return form(request, reply, "edit", values, refused.errors, refused.status);
       throw error;
     }
     await addFlash(request, {
@@ -219,7 +233,7 @@ export async function adminAliasPages(app: FastifyInstance, services: WebService
 
   app.get("/admin/aliases/:source/delete", guarded, async (request, reply) => {
     const alias = await admin.aliases.get(actorOf(request), param(request, "source"));
-    if (alias.deleted) throw new ServiceError("not_found", "alias not found");
+    if (alias.deleted) throw aliasNotFound();
     return adminPage(request, reply, "admin/confirm", {
       title: "admin.aliases.deleteTitle",
       question: "admin.aliases.deleteQuestion",

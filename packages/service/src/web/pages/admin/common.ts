@@ -1,11 +1,12 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { type Actor, userActor } from "../../../accounts/admin-scope.ts";
+import { type Actor, notPermitted, userActor } from "../../../accounts/admin-scope.ts";
 import type { ListCursor } from "../../../admin/keyset.ts";
 import { ServiceError } from "../../../errors.ts";
 import type { MessageKey } from "../../../i18n/catalogue.ts";
 import { formatDateTime } from "../../../i18n/dates.ts";
 import type { FieldErrors } from "../../context.ts";
 import { withRole } from "../../guards.ts";
+import { pageStatusOfKind, type RefusalFields, refusalOnField, refusalText } from "../../refusals.ts";
 import { render } from "../../render.ts";
 
 export type Form = Record<string, string | string[] | undefined>;
@@ -29,7 +30,7 @@ export const adminArea = withRole("ROLE_DOMAIN_ADMIN");
 /** The signed-in admin as the admin services know it (after `adminArea`, never null). */
 export function actorOf(request: FastifyRequest): Actor {
   const actor = userActor(request.web.session!.user, request.ip ?? null);
-  if (!actor) throw new ServiceError("forbidden", "not an admin");
+  if (!actor) throw notPermitted({ actor: request.web.session!.user.email, subject: "admin area" });
   return actor;
 }
 
@@ -125,21 +126,22 @@ export function adminPage(
 }
 
 /**
- * A service's refusal of one form field (`<field>: <why>`) as the field's error. The services word
- * their refusals in English for the APIs; the page answers in the visitor's language with the key
- * of the first rule that matches, or the field's general "not valid".
+ * A service's refusal of a form's input as the field's error, by its code (`fields`), else on the
+ * form's `fallback` field; the text is the catalogue's for the code, in the visitor's language, and
+ * the status the refusal's. Null for anything that is no refusal of the input (the caller rethrows:
+ * a not-found or forbidden refusal gets its own page).
  */
-export function serviceFieldError(
+export function refusedFields(
+  reply: FastifyReply,
   error: unknown,
-  rules: { field: string; when: RegExp; key: MessageKey; params?: Record<string, string | number> }[],
-  fallback: { field: string; key: MessageKey },
-): FieldErrors | null {
+  fields: RefusalFields,
+  fallback: string,
+): { errors: FieldErrors; status: number } | null {
+  const mapped = refusalOnField(reply, error, fields);
+  if (mapped) return mapped;
   if (!(error instanceof ServiceError) || (error.kind !== "invalid" && error.kind !== "conflict"))
     return null;
-  for (const rule of rules)
-    if (rule.when.test(error.message))
-      return { [rule.field]: { key: rule.key, ...(rule.params ? { params: rule.params } : {}) } };
-  return { [fallback.field]: { key: fallback.key } };
+  return { errors: { [fallback]: refusalText(error) }, status: pageStatusOfKind[error.kind] };
 }
 
 /** `…/:name` of the admin paths: the address or name as typed (Fastify has decoded it). */

@@ -1,8 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { domainNotEmpty, domainNotFound, numberOutOfRange } from "../../../accounts/domains.ts";
 import { readSearch } from "../../../accounts/paging.ts";
-import { ServiceError } from "../../../errors.ts";
+import { domainHoldsOwnAccount } from "../../../admin/domains.ts";
+import { isRefusal } from "../../../errors.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
 import { confirmPassword } from "../../password-confirmation.ts";
+import { refusalOnField } from "../../refusals.ts";
 import {
   actorOf,
   adminArea,
@@ -11,8 +14,8 @@ import {
   pageOf,
   param,
   type Query,
+  refusedFields,
   segment,
-  serviceFieldError,
   text,
 } from "./common.ts";
 
@@ -74,19 +77,8 @@ export async function adminDomainPages(app: FastifyInstance, services: WebServic
       });
       return seeOther(reply, domainPath(domain.name));
     } catch (error) {
-      const errors = serviceFieldError(
-        error,
-        [{ field: "name", when: /already exists/, key: "admin.domains.exists" }],
-        { field: "name", key: "admin.domains.invalid" },
-      );
-      if (errors)
-        return listPage(
-          request,
-          reply,
-          { name },
-          errors,
-          error instanceof ServiceError && error.kind === "conflict" ? 409 : 422,
-        );
+      const refused = refusedFields(reply, error, [], "name");
+      if (refused) return listPage(request, reply, { name }, refused.errors, refused.status);
       throw error;
     }
   });
@@ -95,7 +87,7 @@ export async function adminDomainPages(app: FastifyInstance, services: WebServic
   app.get("/admin/domain", guarded, async (request, reply) => {
     const actor = actorOf(request);
     const [own] = await admin.domains.choices({ ...actor, reach: "domain" });
-    if (!own) throw new ServiceError("not_found", "domain not found");
+    if (!own) throw domainNotFound();
     return seeOther(reply, domainPath(own.name));
   });
 
@@ -144,15 +136,12 @@ export async function adminDomainPages(app: FastifyInstance, services: WebServic
         waitingPeriodDays: values.waitingPeriodDays,
       });
     } catch (error) {
-      const errors = serviceFieldError(
-        error,
-        [
-          { field: "invitationLimit", when: /^limit:/, key: "admin.domains.limitInvalid" },
-          { field: "waitingPeriodDays", when: /^waitingPeriodDays:/, key: "admin.domains.waitingInvalid" },
-        ],
-        { field: "invitationLimit", key: "admin.invalid" },
-      );
-      if (errors) return showPage(request, reply, errors, values, 422);
+      const field =
+        isRefusal(error, numberOutOfRange) && error.params.field === "waitingPeriodDays"
+          ? "waitingPeriodDays"
+          : "invitationLimit";
+      const refused = refusedFields(reply, error, [], field);
+      if (refused) return showPage(request, reply, refused.errors, values, refused.status);
       throw error;
     }
     await addFlash(request, { kind: "success", key: "admin.domains.saved", params: { name: domain.name } });
@@ -207,21 +196,17 @@ export async function adminDomainPages(app: FastifyInstance, services: WebServic
     const actor = actorOf(request);
     const domain = await admin.domains.get(actor, param(request, "name"));
     await admin.domains.list(actor, { search: "", limit: 1, offset: 0 });
-    const refused = await confirmPassword(request, reply, services, text(request.body?.password));
-    if (refused) return deletePage(request, reply, refused.errors, refused.status);
+    const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
+    if ("errors" in confirmed) return deletePage(request, reply, confirmed.errors, confirmed.status);
     const force = text(request.body?.force) === "yes";
     try {
       await admin.domains.delete(actor, domain.name, force);
     } catch (error) {
-      if (error instanceof ServiceError && error.kind === "conflict")
-        return deletePage(
-          request,
-          reply,
-          /own account/.test(error.message)
-            ? { form: { key: "admin.domains.ownDomain" } }
-            : { force: { key: "admin.domains.forceNeeded" } },
-          409,
-        );
+      const refused = refusalOnField(reply, error, [
+        [domainHoldsOwnAccount, "form"],
+        [domainNotEmpty, "force"],
+      ]);
+      if (refused) return deletePage(request, reply, refused.errors, refused.status);
       throw error;
     }
     await addFlash(request, { kind: "success", key: "admin.domains.deleted", params: { name: domain.name } });

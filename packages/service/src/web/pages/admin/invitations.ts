@@ -1,9 +1,19 @@
 import multipart, { type MultipartFile } from "@fastify/multipart";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { generateInviteCode } from "../../../accounts/invite-codes.ts";
+import { notPermitted } from "../../../accounts/admin-scope.ts";
+import {
+  generateInviteCode,
+  inviteCodeMalformed,
+  inviteCodeNotFound,
+  inviteCodeUsed,
+  inviteDomainNotManaged,
+  inviteOwnerNotActive,
+} from "../../../accounts/invite-codes.ts";
 import { readSearch } from "../../../accounts/paging.ts";
-import { ServiceError } from "../../../errors.ts";
-import { maxKeyUploadBodyBytes } from "../../../openpgp/keys.ts";
+import { domainNotManaged } from "../../../accounts/users.ts";
+import { invitationsOffForDomain } from "../../../admin/invitations.ts";
+import { isRefusal } from "../../../errors.ts";
+import { keyAddressInvalid, keyAddressNotHeld, maxKeyUploadBodyBytes } from "../../../openpgp/keys.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
 import {
   actorOf,
@@ -15,7 +25,7 @@ import {
   pageOf,
   param,
   type Query,
-  serviceFieldError,
+  refusedFields,
   text,
   wholeNumber,
 } from "./common.ts";
@@ -151,38 +161,28 @@ export async function adminInvitationPages(app: FastifyInstance, services: WebSe
       });
       return seeOther(reply, "/admin/invite-codes");
     } catch (error) {
-      if (
-        error instanceof ServiceError &&
-        error.kind === "forbidden" &&
-        /invitations are off/.test(error.message)
-      )
-        return codesPage(
-          request,
-          reply,
-          values,
-          { domain: { key: "admin.inviteCodes.invitationsOff" } },
-          403,
-        );
-      if (error instanceof ServiceError && error.kind === "forbidden")
+      if (isRefusal(error, notPermitted))
         return codesPage(request, reply, values, { owner: { key: "admin.aliases.ownerUnknown" } }, 403);
-      const fieldErrors = serviceFieldError(
+      const refused = refusedFields(
+        reply,
         error,
         [
-          { field: "code", when: /^code:|taken|exists/, key: "admin.inviteCodes.codeInvalid" },
-          { field: "domain", when: /^domain:/, key: "admin.users.domainUnknown" },
-          { field: "owner", when: /^owner:/, key: "admin.aliases.ownerUnknown" },
+          [invitationsOffForDomain, "domain"],
+          [inviteCodeMalformed, "code"],
+          [inviteCodeUsed, "code", 422],
+          [inviteDomainNotManaged, "domain"],
+          [inviteOwnerNotActive, "owner"],
         ],
-        { field: "code", key: "admin.invalid" },
+        "code",
       );
-      if (fieldErrors) return codesPage(request, reply, values, fieldErrors, 422);
+      if (refused) return codesPage(request, reply, values, refused.errors, refused.status);
       throw error;
     }
   });
 
   app.post("/admin/invite-codes/:id/delete", posted, async (request, reply) => {
     const id = wholeNumber(param(request, "id"));
-    if (id === undefined || !Number.isFinite(id))
-      throw new ServiceError("not_found", "invite code not found");
+    if (id === undefined || !Number.isFinite(id)) throw inviteCodeNotFound();
     await admin.inviteCodes.delete(actorOf(request), id);
     await addFlash(request, { kind: "success", key: "admin.inviteCodes.deleted" });
     return seeOther(reply, "/admin/invite-codes");
@@ -234,19 +234,8 @@ export async function adminInvitationPages(app: FastifyInstance, services: WebSe
     try {
       await admin.reservedNames.create(actor, name);
     } catch (error) {
-      const errors = serviceFieldError(
-        error,
-        [{ field: "name", when: /already reserved/, key: "admin.reservedNames.exists" }],
-        { field: "name", key: "admin.reservedNames.invalid" },
-      );
-      if (errors)
-        return namesPage(
-          request,
-          reply,
-          { name },
-          errors,
-          error instanceof ServiceError && error.kind === "conflict" ? 409 : 422,
-        );
+      const refused = refusedFields(reply, error, [], "name");
+      if (refused) return namesPage(request, reply, { name }, refused.errors, refused.status);
       throw error;
     }
     await addFlash(request, { kind: "success", key: "admin.reservedNames.created", params: { name } });
@@ -366,18 +355,17 @@ export async function adminInvitationPages(app: FastifyInstance, services: WebSe
           });
           return seeOther(reply, "/admin/openpgp-keys");
         } catch (error) {
-          const fieldErrors = serviceFieldError(
+          const refused = refusedFields(
+            reply,
             error,
             [
-              { field: "email", when: /^email:/, key: "admin.keys.addressUnknown" },
-              { field: "keyText", when: /no OpenPGP data/, key: "admin.keys.noData" },
-              { field: "keyText", when: /larger than/, key: "admin.keys.tooLarge" },
-              { field: "keyText", when: /^No key found/, key: "admin.keys.noKey" },
-              { field: "keyText", when: /^More than one/, key: "admin.keys.severalKeys" },
+              [keyAddressInvalid, "email"],
+              [domainNotManaged, "email"],
+              [keyAddressNotHeld, "email"],
             ],
-            { field: "keyText", key: "admin.invalid" },
+            "keyText",
           );
-          if (fieldErrors) return keysPage(request, reply, values, fieldErrors, 422);
+          if (refused) return keysPage(request, reply, values, refused.errors, 422);
           throw error;
         }
       },

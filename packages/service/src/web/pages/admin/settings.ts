@@ -8,6 +8,7 @@ import {
 import { ServiceError } from "../../../errors.ts";
 import type { MessageKey, Translate } from "../../../i18n/catalogue.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
+import { refusalText } from "../../refusals.ts";
 import { actorOf, adminArea, adminPage, type Form, text } from "./common.ts";
 
 interface Definition {
@@ -56,27 +57,6 @@ function fields(t: Translate) {
   });
 }
 
-/** The refusal of one setting's rule (normalizeSetting's message) in the visitor's language. */
-function settingError(name: SettingName, message: string): NonNullable<FieldErrors[string]> {
-  const definition = definitions[name];
-  if (/a value is required|must not be blank/.test(message)) return { key: "form.required" };
-  if (/whole number/.test(message)) return { key: "admin.settings.wholeNumber" };
-  if (/must be at least \d+$/.test(message) || /must be at most \d+$/.test(message))
-    return {
-      key: "admin.settings.range",
-      params: { min: definition.min ?? 0, max: definition.max ?? Number.MAX_SAFE_INTEGER },
-    };
-  if (/characters/.test(message))
-    return {
-      key: "admin.settings.length",
-      params: { min: definition.minLength ?? 0, max: definition.maxLength ?? 4000 },
-    };
-  if (/e-mail/.test(message)) return { key: "admin.settings.email" };
-  if (/URL/.test(message)) return { key: "admin.settings.url" };
-  if (/one of/.test(message)) return { key: "admin.settings.choice" };
-  return { key: "admin.invalid" };
-}
-
 /**
  * `/admin/settings` (admins only): one form for the whole catalogue (accounts/settings.ts), each
  * setting with its description. Every value is checked by the settings' own rule (the admin API's),
@@ -121,7 +101,7 @@ export async function adminSettingsPages(app: FastifyInstance, services: WebServ
           normalizeSetting(name, values[name]);
         } catch (error) {
           if (!(error instanceof ServiceError)) throw error;
-          errors[name] = settingError(name, error.message);
+          errors[name] = refusalText(error);
         }
       }
       if (Object.keys(errors).length > 0) return page(request, reply, values, errors, 422);

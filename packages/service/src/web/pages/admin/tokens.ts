@@ -1,6 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { notFound } from "../../../errors.ts";
-import { scopes } from "../../../tokens/tokens.ts";
+import {
+  scopes,
+  scopesEmpty,
+  scopesNotList,
+  scopeUnknown,
+  tokenNameLength,
+  tokenNotFound,
+} from "../../../tokens/tokens.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
 import {
   actorOf,
@@ -8,7 +14,7 @@ import {
   adminPage,
   type Form,
   param,
-  serviceFieldError,
+  refusedFields,
   text,
   texts,
   wholeNumber,
@@ -50,15 +56,18 @@ export async function adminTokenPages(app: FastifyInstance, services: WebService
         plainToken: created.plainToken,
       });
     } catch (error) {
-      const fieldErrors = serviceFieldError(
+      const refused = refusedFields(
+        reply,
         error,
         [
-          { field: "name", when: /^name:/, key: "admin.tokens.nameInvalid" },
-          { field: "scopes", when: /^scopes:/, key: "admin.tokens.scopeMissing" },
+          [tokenNameLength, "name"],
+          [scopesNotList, "scopes"],
+          [scopeUnknown, "scopes"],
+          [scopesEmpty, "scopes"],
         ],
-        { field: "name", key: "admin.invalid" },
+        "name",
       );
-      if (fieldErrors) return listPage(request, reply, values, fieldErrors, 422);
+      if (refused) return listPage(request, reply, values, refused.errors, refused.status);
       throw error;
     }
   });
@@ -66,7 +75,7 @@ export async function adminTokenPages(app: FastifyInstance, services: WebService
   const tokenOf = async (request: FastifyRequest) => {
     const id = wholeNumber(param(request, "id"));
     const token = (await admin.tokens.list(actorOf(request))).find((t) => t.id === id);
-    if (!token) throw notFound("API token not found");
+    if (!token) throw tokenNotFound();
     return token;
   };
 

@@ -1,12 +1,24 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { assignableRoles } from "../../../accounts/admin-scope.ts";
+import { assignableRoles, notPermitted, roleNotAssignable } from "../../../accounts/admin-scope.ts";
+import { userIsActive } from "../../../accounts/lifecycle.ts";
 import { readSearch } from "../../../accounts/paging.ts";
 import { isRole, knownRoles, type Role } from "../../../accounts/roles.ts";
-import type { UserPatch } from "../../../accounts/users.ts";
-import type { UserListFilter } from "../../../admin/users.ts";
-import { ServiceError } from "../../../errors.ts";
+import {
+  addressInvalid,
+  addressTaken,
+  domainNotManaged,
+  mailCryptWithoutKeys,
+  quotaInvalid,
+  roleUnknown,
+  type UserPatch,
+  userNotFound,
+} from "../../../accounts/users.ts";
+import { domainOfAddressNotManaged, type UserListFilter } from "../../../admin/users.ts";
+import { isRefusal } from "../../../errors.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
-import { newPasswordErrors } from "../account.ts";
+import { newPasswordFields, repeatErrors } from "../../password-confirmation.ts";
+import { type RefusalFields, refusalOnField } from "../../refusals.ts";
+import { smtpQuotaField } from "./aliases.ts";
 import {
   actorOf,
   adminArea,
@@ -16,8 +28,8 @@ import {
   listUrl,
   param,
   type Query,
+  refusedFields,
   segment,
-  serviceFieldError,
   text,
   texts,
   wholeNumber,
@@ -46,21 +58,21 @@ function filtersOf(query: Query) {
 const userPath = (email: string) => `/admin/users/${segment(email)}`;
 
 /** The user form's refusals from the services, each next to its field. */
-const userErrorRules = [
-  { field: "email", when: /already taken/, key: "admin.users.emailTaken" as const },
-  { field: "email", when: /^email: domain .* not managed/, key: "admin.users.domainUnknown" as const },
-  { field: "email", when: /^email:/, key: "admin.users.emailInvalid" as const },
-  { field: "roles", when: /^roles:/, key: "admin.users.roleNotAllowed" as const },
-  { field: "quota", when: /^quota:/, key: "admin.wholeNumber" as const },
-  { field: "smtpPerHour", when: /^smtpQuota\.per_hour/, key: "admin.wholeNumber" as const },
-  { field: "smtpPerDay", when: /^smtpQuota\.per_day/, key: "admin.wholeNumber" as const },
-  { field: "password", when: /^password:/, key: "password.weak" as const, params: { min: 12 } },
-  { field: "mailCrypt", when: /^mailCrypt:/, key: "admin.users.noKeys" as const },
+const userFields: RefusalFields = [
+  [addressTaken, "email"],
+  [addressInvalid, "email"],
+  [domainNotManaged, "email"],
+  [domainOfAddressNotManaged, "email"],
+  [roleNotAssignable, "roles"],
+  [roleUnknown, "roles"],
+  [quotaInvalid, "quota"],
+  [mailCryptWithoutKeys, "mailCrypt"],
+  ...newPasswordFields("password"),
 ];
 
 /** `/admin/users…`: the list with its filters, the user page, create, edit, delete, reset, restore. */
 export async function adminUserPages(app: FastifyInstance, services: WebServices) {
-  const { admin, passwordPolicy } = services;
+  const { admin } = services;
   const guarded = { preHandler: adminArea };
   const posted = { preHandler: [app.csrfProtection, adminArea] };
 
@@ -129,10 +141,7 @@ export async function adminUserPages(app: FastifyInstance, services: WebServices
     const errors: FieldErrors = {};
     if (email === "") errors.email = { key: "form.required" };
     const numbers = quotaFields(body, errors);
-    Object.assign(
-      errors,
-      await newPasswordErrors(passwordPolicy, text(body.password), text(body.passwordRepeat), "password"),
-    );
+    Object.assign(errors, repeatErrors(text(body.password), text(body.passwordRepeat), "password"));
     if (Object.keys(errors).length > 0) return createForm(request, reply, values, errors, 422);
     try {
       const created = await admin.users.create(actor, {
@@ -151,10 +160,10 @@ export async function adminUserPages(app: FastifyInstance, services: WebServices
       });
     } catch (error) {
       // A domain admin naming another domain: the reference's form error, with a 403.
-      if (error instanceof ServiceError && error.kind === "forbidden")
+      if (isRefusal(error, notPermitted))
         return createForm(request, reply, values, { email: { key: "admin.users.domainUnknown" } }, 403);
-      const fieldErrors = serviceFieldError(error, userErrorRules, { field: "email", key: "admin.invalid" });
-      if (fieldErrors) return createForm(request, reply, values, fieldErrors, statusOf(error));
+      const refused = refusedFields(reply, error, userFields, smtpQuotaField(error) ?? "email");
+      if (refused) return createForm(request, reply, values, refused.errors, refused.status);
       throw error;
     }
   });
@@ -230,8 +239,8 @@ export async function adminUserPages(app: FastifyInstance, services: WebServices
     try {
       await admin.users.update(actor, user.email, patch);
     } catch (error) {
-      const fieldErrors = serviceFieldError(error, userErrorRules, { field: "roles", key: "admin.invalid" });
-      if (fieldErrors) return editForm(request, reply, values, fieldErrors, statusOf(error));
+      const refused = refusedFields(reply, error, userFields, smtpQuotaField(error) ?? "roles");
+      if (refused) return editForm(request, reply, values, refused.errors, refused.status);
       throw error;
     }
     await addFlash(request, { kind: "success", key: "admin.users.saved", params: { email: user.email } });
@@ -290,20 +299,17 @@ export async function adminUserPages(app: FastifyInstance, services: WebServices
       const user = await admin.users.get(actor, param(request, "email"));
       const body = request.body ?? {};
       const password = text(body.password);
-      const errors = await newPasswordErrors(passwordPolicy, password, text(body.passwordRepeat), "password");
+      const errors = repeatErrors(password, text(body.passwordRepeat), "password");
       if (Object.keys(errors).length > 0) return form(request, reply, errors, 422);
       let recoveryToken: string | null;
       try {
         ({ recoveryToken } = await admin.users[verb](actor, user.email, password));
       } catch (error) {
-        if (error instanceof ServiceError && error.kind === "conflict")
-          return form(
-            request,
-            reply,
-            { password: { key: verb === "reset" ? "admin.users.isDeleted" : "admin.users.isActive" } },
-            409,
-          );
-        if (error instanceof ServiceError && error.kind === "not_found")
+        const refused = refusalOnField(reply, error, newPasswordFields("password"));
+        if (refused) return form(request, reply, refused.errors, refused.status);
+        if (isRefusal(error, userIsActive))
+          return form(request, reply, { password: { key: "admin.users.isActive" } }, 409);
+        if (isRefusal(error, userNotFound))
           return form(request, reply, { password: { key: "admin.users.isDeleted" } }, 409);
         throw error;
       }
@@ -359,6 +365,3 @@ function quotaFields(body: Form, errors: FieldErrors) {
   };
   return { quota: read("quota"), perHour: read("smtpPerHour"), perDay: read("smtpPerDay") };
 }
-
-export const statusOf = (error: unknown): number =>
-  error instanceof ServiceError && error.kind === "conflict" ? 409 : 422;

@@ -1,9 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DeliveryStatus } from "../../../db/schema.ts";
-import { ServiceError } from "../../../errors.ts";
-import type { WebhookInput } from "../../../webhooks/endpoints.ts";
+import { isRefusal } from "../../../errors.ts";
+import {
+  deliveryNotFailed,
+  type WebhookInput,
+  webhookDisabled,
+  webhookDomainNotManaged,
+  webhookDomainsNotList,
+  webhookEventsEmpty,
+  webhookEventUnknown,
+  webhookNotFound,
+  webhookSecretLength,
+  webhookUrlInvalid,
+} from "../../../webhooks/endpoints.ts";
 import { isWebhookEvent, webhookEvents, webhookRequestHeaders } from "../../../webhooks/payload.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
+import { type RefusalFields, refusalText } from "../../refusals.ts";
 import {
   actorOf,
   adminArea,
@@ -12,7 +24,7 @@ import {
   pageOf,
   param,
   type Query,
-  serviceFieldError,
+  refusedFields,
   text,
   texts,
   wholeNumber,
@@ -21,17 +33,19 @@ import {
 const statuses: DeliveryStatus[] = ["pending", "success", "failed"];
 const perPage = 20;
 
-const endpointErrorRules = [
-  { field: "url", when: /^url:/, key: "admin.webhooks.urlInvalid" as const },
-  { field: "events", when: /^events:/, key: "admin.webhooks.eventsMissing" as const },
-  { field: "secret", when: /^secret:/, key: "admin.webhooks.secretInvalid" as const },
-  { field: "domains", when: /^domains:/, key: "admin.webhooks.domainUnknown" as const },
+const endpointFields: RefusalFields = [
+  [webhookUrlInvalid, "url"],
+  [webhookEventsEmpty, "events"],
+  [webhookEventUnknown, "events"],
+  [webhookSecretLength, "secret"],
+  [webhookDomainsNotList, "domains"],
+  [webhookDomainNotManaged, "domains"],
 ];
 
 /** The endpoint id of the path, or a 404 for anything that is not one. */
 function endpointId(request: FastifyRequest): number {
   const id = wholeNumber(param(request, "id"));
-  if (id === undefined || !Number.isFinite(id)) throw new ServiceError("not_found", "webhook not found");
+  if (id === undefined || !Number.isFinite(id)) throw webhookNotFound();
   return id;
 }
 
@@ -108,8 +122,8 @@ export async function adminWebhookPages(app: FastifyInstance, services: WebServi
       // The secret is shown in this answer only (it signs every delivery).
       return adminPage(request, reply, "admin/webhooks/created", { endpoint, secret });
     } catch (error) {
-      const errors = serviceFieldError(error, endpointErrorRules, { field: "url", key: "admin.invalid" });
-      if (errors) return form(request, reply, "create", values, errors, 422);
+      const refused = refusedFields(reply, error, endpointFields, "url");
+      if (refused) return form(request, reply, "create", values, refused.errors, refused.status);
       throw error;
     }
   });
@@ -132,8 +146,8 @@ export async function adminWebhookPages(app: FastifyInstance, services: WebServi
     try {
       await admin.webhooks.update(actor, endpoint.id, inputOf(values));
     } catch (error) {
-      const errors = serviceFieldError(error, endpointErrorRules, { field: "url", key: "admin.invalid" });
-      if (errors) return form(request, reply, "edit", values, errors, 422);
+      const refused = refusedFields(reply, error, endpointFields, "url");
+      if (refused) return form(request, reply, "edit", values, refused.errors, refused.status);
       throw error;
     }
     await addFlash(request, { kind: "success", key: "admin.webhooks.saved", params: { id: endpoint.id } });
@@ -211,13 +225,8 @@ export async function adminWebhookPages(app: FastifyInstance, services: WebServi
       await admin.webhooks.retry(actor, id);
       await addFlash(request, { kind: "success", key: "admin.webhooks.retried" });
     } catch (error) {
-      if (!(error instanceof ServiceError) || error.kind !== "conflict") throw error;
-      await addFlash(request, {
-        kind: "error",
-        key: /disabled/.test(error.message)
-          ? "admin.webhooks.retryDisabled"
-          : "admin.webhooks.retryNotFailed",
-      });
+      if (!isRefusal(error, webhookDisabled) && !isRefusal(error, deliveryNotFailed)) throw error;
+      await addFlash(request, { kind: "error", ...refusalText(error) });
     }
     return seeOther(reply, `/admin/webhook-deliveries/${encodeURIComponent(id)}`);
   });
