@@ -3,6 +3,7 @@ import { parseAddress } from "../accounts/addresses.ts";
 import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import { containsText } from "../accounts/paging.ts";
+import { managedDomain } from "../accounts/queries.ts";
 import type { Database } from "../db/schema.ts";
 import { invalid, notFound } from "../errors.ts";
 import type { OpenPgpKeyInfo, OpenPgpKeyService } from "../openpgp/keys.ts";
@@ -114,12 +115,8 @@ export class AdminOpenPgpKeys {
   async #domainIdOf(email: string): Promise<number> {
     const address = parseAddress(String(email).trim());
     if (!address) throw invalid("email: not a valid e-mail address");
-    const row = await this.#db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", address.domain)
-      .executeTakeFirst();
-    if (!row) throw invalid(`email: domain ${address.domain} is not managed here`);
-    return Number(row.id);
+    const domain = await managedDomain(this.#db, address.domain);
+    if (!domain) throw invalid(`email: domain ${address.domain} is not managed here`);
+    return domain.id;
   }
 }

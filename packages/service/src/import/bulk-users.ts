@@ -2,6 +2,7 @@ import { randomInt } from "node:crypto";
 import type { Kysely } from "kysely";
 import { newAddressProblem, parseNewAddress } from "../accounts/addresses.ts";
 import type { CreateAliasInput } from "../accounts/aliases.ts";
+import { isActiveUser, managedDomain } from "../accounts/queries.ts";
 import { type CreateUserInput, checkNewPassword, checkQuota } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
 import { ServiceError } from "../errors.ts";
@@ -346,11 +347,7 @@ export async function* exportUsersCsv(
   yield csvLine(["email", "quota", "mailCrypt", "aliases"]);
   let domainId: number | undefined;
   if (filter.domain !== undefined) {
-    const domain = await db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", filter.domain.trim().toLowerCase())
-      .executeTakeFirst();
+    const domain = await managedDomain(db, filter.domain.trim());
     if (!domain) throw new ServiceError("not_found", "domain not found");
     domainId = domain.id;
   }
@@ -359,7 +356,7 @@ export async function* exportUsersCsv(
     let query = db
       .selectFrom("users")
       .select(["id", "email", "quota", "mail_crypt"])
-      .where("deleted", "=", 0)
+      .where(isActiveUser)
       .where("id", ">", last);
     if (domainId !== undefined) query = query.where("domain_id", "=", domainId);
     const users = await query.orderBy("id").limit(1000).execute();

@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import * as openpgp from "openpgp";
 import { parseAddress } from "../accounts/addresses.ts";
+import { activeUserRow, managedDomain } from "../accounts/queries.ts";
 import { nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
 import { invalid, notFound } from "../errors.ts";
@@ -71,11 +72,7 @@ export class OpenPgpKeyService {
       typeof data === "string" ? data.includes(armorMarker) : Buffer.from(data).includes(armorMarker);
     if (size > (armored ? maxArmoredKeyBytes : maxKeyBytes))
       throw invalid("key: larger than 1 MiB (binary), or about 1.4 MiB armored");
-    const domain = await this.#db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", address.domain)
-      .executeTakeFirst();
+    const domain = await managedDomain(this.#db, address.domain);
     if (!domain) throw invalid(`email: domain ${address.domain} is not managed here`);
     await this.#assertHeld(address.email);
 
@@ -159,12 +156,7 @@ export class OpenPgpKeyService {
   /** Keys are published only for addresses an active user or alias holds. */
   async #assertHeld(email: string) {
     const [user, alias] = await Promise.all([
-      this.#db
-        .selectFrom("users")
-        .select("id")
-        .where("email", "=", email)
-        .where("deleted", "=", 0)
-        .executeTakeFirst(),
+      activeUserRow(this.#db, email),
       this.#db
         .selectFrom("aliases")
         .select("id")

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
-import { parseDomain } from "../accounts/addresses.ts";
+import { managedDomain } from "../accounts/queries.ts";
 import { nowSeconds, parseStringList } from "../accounts/users.ts";
 import { insertReturningId } from "../db/insert.ts";
 import { type Database, type DeliveryStatus, flag } from "../db/schema.ts";
@@ -259,10 +259,7 @@ export class WebhookService {
     if (!Array.isArray(value)) throw invalid("domains: must be a list of domain names");
     const ids: number[] = [];
     for (const raw of value) {
-      const name = typeof raw === "string" ? parseDomain(raw) : null;
-      const row = name
-        ? await this.#db.selectFrom("domains").select("id").where("name", "=", name).executeTakeFirst()
-        : undefined;
+      const row = typeof raw === "string" ? await managedDomain(this.#db, raw) : null;
       if (!row) throw invalid(`domains: ${String(raw).slice(0, 100)} is not a managed domain`);
       if (!ids.includes(row.id)) ids.push(row.id);
     }
