@@ -144,7 +144,7 @@ describe("the layers of src, as the lint enforces them", () => {
   });
 
   test("one Biome run checks every probe quickly", () => {
-    assert.ok(seconds < 10, `Biome took ${seconds.toFixed(1)} s`);
+    assert.ok(seconds < 20, `Biome took ${seconds.toFixed(1)} s`);
   });
 
   for (const probe of probes) {
