@@ -7,13 +7,13 @@ import { spawn } from "node:child_process";
 import { globSync } from "node:fs";
 
 const all = ["packages/*/test/**/*.test.ts", "bench/**/*.test.ts"].flatMap((p) => globSync(p)).sort();
-// Suites whose behaviour depends on the database; pure units, SQLite's own (sqlite-*), the browser
+// Suites whose behaviour depends on the database; pure units (units, layers), SQLite's own (sqlite-*), the browser
 // suites (pages over the same services; their database work is covered by web-* suites), the
 // janitor and the mail host (real Dovecot and Postfix over the service on SQLite) run once.
 const databaseSuites = all.filter(
   (f) =>
     f.startsWith("packages/service/test/") &&
-    !/\/(units|credentials\/|sqlite-|browser\/|mail-host\/)/.test(f),
+    !/\/(units|layers\.|credentials\/|sqlite-|browser\/|mail-host\/)/.test(f),
 );
 const extra = process.argv.slice(2);
 

@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, randomUUID } from "node:crypto";
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
 import {
   newRecoveryToken,
@@ -11,7 +11,6 @@ import {
 import { hashPassword } from "../credentials/passwords.ts";
 import type { Database } from "../db/schema.ts";
 import type { Locale } from "../i18n/catalogue.ts";
-import type { MailOutbox } from "../mail/outbox.ts";
 import { parseAddress } from "./addresses.ts";
 import type { PasswordPolicy } from "./password-policy.ts";
 import { activeUserRow, endWebSessions, isActiveUser } from "./queries.ts";
@@ -54,6 +53,17 @@ interface Verified {
 }
 
 /**
+ * Where "recovery started" goes: the e-mail outbox (mail/outbox.ts), written in the transaction that
+ * starts the waiting period. Declared here so the accounts layer never imports mail/ (it sits above).
+ */
+export interface RecoveryMail {
+  recoveryStarted(
+    trx: Transaction<Database>,
+    input: { email: string; activeFrom: number; locale: Locale },
+  ): Promise<unknown>;
+}
+
+/**
  * Recovery with the recovery token (reference section 2.5), for a user who lost the password:
  * the token opens the recovery box, which holds the MailCrypt private key, so mail stays readable.
  * A first check starts a waiting period and tells the account by e-mail, so its owner can stop a
@@ -72,7 +82,7 @@ export class RecoveryService {
   readonly #db: Kysely<Database>;
   readonly #pool: CryptoPool;
   readonly #throttle: SignInThrottle;
-  readonly #mail: MailOutbox;
+  readonly #mail: RecoveryMail;
   readonly #passwordPolicy: PasswordPolicy;
   #decoyBox: Promise<string> | null = null;
 
@@ -80,7 +90,7 @@ export class RecoveryService {
     db: Kysely<Database>,
     pool: CryptoPool,
     throttle: SignInThrottle,
-    mail: MailOutbox,
+    mail: RecoveryMail,
     passwordPolicy: PasswordPolicy,
   ) {
     this.#passwordPolicy = passwordPolicy;

@@ -11,6 +11,7 @@ import {
 } from "../accounts/aliases.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService } from "../accounts/lifecycle.ts";
+import { activeUserRow, managedDomain } from "../accounts/queries.ts";
 import { parseStoredRoles } from "../accounts/roles.ts";
 import { parseStringList } from "../accounts/users.ts";
 import { type Database, flag, toFlag } from "../db/schema.ts";
@@ -224,14 +225,7 @@ export class AdminAliases {
   /** The owner's address if the actor may manage that user, else a 403 (an unknown owner is the service's 422). */
   async #ownerInReach(actor: Actor, owner: string): Promise<string> {
     const address = parseAddress(String(owner).trim());
-    const row = address
-      ? await this.#db
-          .selectFrom("users")
-          .select(["email", "domain_id", "roles"])
-          .where("email", "=", address.email)
-          .where("deleted", "=", 0)
-          .executeTakeFirst()
-      : undefined;
+    const row = address ? await activeUserRow(this.#db, address.email) : undefined;
     if (!row) throw ownerNotActive();
     assertMay(actor, { kind: "user", domainId: Number(row.domain_id), roles: parseStoredRoles(row.roles) });
     return row.email;
@@ -240,11 +234,7 @@ export class AdminAliases {
   async #domainIdOf(address: string): Promise<number | null> {
     const at = address.lastIndexOf("@");
     if (at < 0) return null;
-    const row = await this.#db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", address.slice(at + 1))
-      .executeTakeFirst();
-    return row ? Number(row.id) : null;
+    const domain = await managedDomain(this.#db, address.slice(at + 1));
+    return domain ? domain.id : null;
   }
 }

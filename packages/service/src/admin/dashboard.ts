@@ -1,5 +1,6 @@
 import { type Kysely, sql } from "kysely";
 import { type Actor, domainScope } from "../accounts/admin-scope.ts";
+import { isActiveUser } from "../accounts/queries.ts";
 import { nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
 import type { WebhookService } from "../webhooks/endpoints.ts";
@@ -50,7 +51,7 @@ export class AdminDashboard {
       const q = db.selectFrom("users").select((eb) => eb.fn.countAll<number>().as("n"));
       return scope === null ? q : q.where("domain_id", "=", scope);
     };
-    const active = () => users().where("deleted", "=", 0);
+    const active = () => users().where(isActiveUser);
     const aliases = db
       .selectFrom("aliases")
       .select((eb) => eb.fn.countAll<number>().as("n"))

@@ -11,6 +11,7 @@ import {
   inviteOwnerNotActive,
 } from "../accounts/invite-codes.ts";
 import type { Listing, Page } from "../accounts/paging.ts";
+import { activeUserRow } from "../accounts/queries.ts";
 import type { ReservedName, ReservedNameImport, ReservedNameService } from "../accounts/reserved-names.ts";
 import { parseStoredRoles } from "../accounts/roles.ts";
 import type { Database } from "../db/schema.ts";
@@ -57,14 +58,7 @@ export class AdminInviteCodes {
     if (actor.reach !== "all" && !(await this.#domains.invitations(domain.id)).enabled)
       throw invitationsOffForDomain();
     const address = parseAddress(String(input.owner ?? "").trim());
-    const owner = address
-      ? await this.#db
-          .selectFrom("users")
-          .select(["email", "domain_id", "roles"])
-          .where("email", "=", address.email)
-          .where("deleted", "=", 0)
-          .executeTakeFirst()
-      : undefined;
+    const owner = address ? await activeUserRow(this.#db, address.email) : undefined;
     if (!owner) throw inviteOwnerNotActive();
     assertMay(actor, {
       kind: "user",

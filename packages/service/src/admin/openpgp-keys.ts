@@ -3,6 +3,7 @@ import { parseAddress } from "../accounts/addresses.ts";
 import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import { containsText } from "../accounts/paging.ts";
+import { managedDomain } from "../accounts/queries.ts";
 import { domainNotManaged } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
 import type { OpenPgpKeyInfo, OpenPgpKeyService } from "../openpgp/keys.ts";
@@ -115,12 +116,8 @@ export class AdminOpenPgpKeys {
   async #domainIdOf(email: string): Promise<number> {
     const address = parseAddress(String(email).trim());
     if (!address) throw keyAddressInvalid();
-    const row = await this.#db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", address.domain)
-      .executeTakeFirst();
-    if (!row) throw domainNotManaged({ field: "email", domain: address.domain });
-    return Number(row.id);
+    const domain = await managedDomain(this.#db, address.domain);
+    if (!domain) throw domainNotManaged({ field: "email", domain: address.domain });
+    return domain.id;
   }
 }

@@ -4,7 +4,7 @@ import { assertMay, assertRoleChange, domainScope } from "../accounts/admin-scop
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService, NewCredentials } from "../accounts/lifecycle.ts";
 import { containsText } from "../accounts/paging.ts";
-import { endWebSessions } from "../accounts/queries.ts";
+import { endWebSessions, managedDomain } from "../accounts/queries.ts";
 import { normalizeRoles, parseStoredRoles, type Role } from "../accounts/roles.ts";
 import {
   type CreatedUser,
@@ -373,12 +373,8 @@ export class AdminUsers {
     const text = typeof email === "string" ? email.trim().toLowerCase() : "";
     const at = text.lastIndexOf("@");
     if (at < 0) return null;
-    const row = await this.#db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", text.slice(at + 1))
-      .executeTakeFirst();
-    return row ? Number(row.id) : null;
+    const domain = await managedDomain(this.#db, text.slice(at + 1));
+    return domain ? domain.id : null;
   }
 
   async #domainNames(ids: number[]): Promise<Map<number, string>> {

@@ -4,6 +4,7 @@ import { newAddressProblem, parseNewAddress } from "../accounts/addresses.ts";
 import type { CreateAliasInput } from "../accounts/aliases.ts";
 import { domainNotFound } from "../accounts/domains.ts";
 import { checkPasswordShape } from "../accounts/password-policy.ts";
+import { isActiveUser, managedDomain } from "../accounts/queries.ts";
 import { type CreateUserInput, checkQuota } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
 import { ServiceError } from "../errors.ts";
@@ -348,11 +349,7 @@ export async function* exportUsersCsv(
   yield csvLine(["email", "quota", "mailCrypt", "aliases"]);
   let domainId: number | undefined;
   if (filter.domain !== undefined) {
-    const domain = await db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", filter.domain.trim().toLowerCase())
-      .executeTakeFirst();
+    const domain = await managedDomain(db, filter.domain.trim());
     if (!domain) throw domainNotFound();
     domainId = domain.id;
   }
@@ -361,7 +358,7 @@ export async function* exportUsersCsv(
     let query = db
       .selectFrom("users")
       .select(["id", "email", "quota", "mail_crypt"])
-      .where("deleted", "=", 0)
+      .where(isActiveUser)
       .where("id", ">", last);
     if (domainId !== undefined) query = query.where("domain_id", "=", domainId);
     const users = await query.orderBy("id").limit(1000).execute();

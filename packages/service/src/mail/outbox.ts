@@ -1,8 +1,8 @@
 import type { Kysely, Transaction } from "kysely";
 import { decodeSetting } from "../accounts/settings.ts";
 import type { Database, DeliveryStatus } from "../db/schema.ts";
+import { ulid } from "../db/ulid.ts";
 import type { Locale } from "../i18n/catalogue.ts";
-import { ulid } from "../webhooks/ulid.ts";
 import {
   aliasCreatedMessage,
   type MailMessage,

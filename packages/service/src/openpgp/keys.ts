@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import * as openpgp from "openpgp";
 import { parseAddress } from "../accounts/addresses.ts";
+import { activeUserRow, managedDomain } from "../accounts/queries.ts";
 import { domainNotManaged, nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
@@ -102,11 +103,7 @@ export class OpenPgpKeyService {
     const armored =
       typeof data === "string" ? data.includes(armorMarker) : Buffer.from(data).includes(armorMarker);
     if (size > (armored ? maxArmoredKeyBytes : maxKeyBytes)) throw keyTooLarge();
-    const domain = await this.#db
-      .selectFrom("domains")
-      .select("id")
-      .where("name", "=", address.domain)
-      .executeTakeFirst();
+    const domain = await managedDomain(this.#db, address.domain);
     if (!domain) throw domainNotManaged({ field: "email", domain: address.domain });
     await this.#assertHeld(address.email);
 
@@ -190,12 +187,7 @@ export class OpenPgpKeyService {
   /** Keys are published only for addresses an active user or alias holds. */
   async #assertHeld(email: string) {
     const [user, alias] = await Promise.all([
-      this.#db
-        .selectFrom("users")
-        .select("id")
-        .where("email", "=", email)
-        .where("deleted", "=", 0)
-        .executeTakeFirst(),
+      activeUserRow(this.#db, email),
       this.#db
         .selectFrom("aliases")
         .select("id")

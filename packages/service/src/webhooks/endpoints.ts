@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
-import { parseDomain } from "../accounts/addresses.ts";
+import { managedDomain } from "../accounts/queries.ts";
 import { flagInvalid, nowSeconds, parseStringList } from "../accounts/users.ts";
 import { insertReturningId } from "../db/insert.ts";
 import { type Database, type DeliveryStatus, flag } from "../db/schema.ts";
@@ -300,10 +300,7 @@ export class WebhookService {
     if (!Array.isArray(value)) throw webhookDomainsNotList();
     const ids: number[] = [];
     for (const raw of value) {
-      const name = typeof raw === "string" ? parseDomain(raw) : null;
-      const row = name
-        ? await this.#db.selectFrom("domains").select("id").where("name", "=", name).executeTakeFirst()
-        : undefined;
+      const row = typeof raw === "string" ? await managedDomain(this.#db, raw) : null;
       if (!row) throw webhookDomainNotManaged({ domain: String(raw).slice(0, 100) });
       if (!ids.includes(row.id)) ids.push(row.id);
     }

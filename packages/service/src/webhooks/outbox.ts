@@ -2,8 +2,8 @@ import type { Transaction } from "kysely";
 import type { AccountEvents, AccountEventType } from "../accounts/events.ts";
 import { parseStringList } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
+import { ulid } from "../db/ulid.ts";
 import { signWebhookBody, webhookBody } from "./payload.ts";
-import { ulid } from "./ulid.ts";
 
 /**
  * The durable outbox: an account change writes one delivery row per subscribed endpoint inside
