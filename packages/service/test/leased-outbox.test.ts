@@ -12,12 +12,11 @@ import type { Kysely } from "kysely";
 import { type DatabaseHandle, openDatabase } from "../src/db/database.ts";
 import { insertReturningId } from "../src/db/insert.ts";
 import { migrateToLatest } from "../src/db/migrate.ts";
-import type { Database } from "../src/db/schema.ts";
+import type { Database, LeasedOutboxColumns } from "../src/db/schema.ts";
 import { createLogger } from "../src/logger.ts";
 import {
   type AttemptResult,
   type LeasedOutbox,
-  type LeasedOutboxColumns,
   type LeasedOutboxTable,
   LeasedOutboxWorker,
 } from "../src/outbox/leased-worker.ts";
@@ -109,7 +108,7 @@ for (const table of ["mail_outbox", "webhook_deliveries"] as const) {
     const worker = (
       handle: DatabaseHandle,
       deliver: (row: Row, attempt: number) => Promise<AttemptResult>,
-      more: Partial<LeasedOutbox<LeasedOutboxTable, Row, AttemptResult, undefined>> = {},
+      more: Partial<LeasedOutbox<LeasedOutboxTable, Row, undefined, AttemptResult>> = {},
     ) =>
       new LeasedOutboxWorker(handle.db, createLogger("silent"), {
         table: table as LeasedOutboxTable,

@@ -3,13 +3,7 @@ import { createTransport } from "nodemailer";
 import { decodeSetting } from "../accounts/settings.ts";
 import type { Database } from "../db/schema.ts";
 import type { Logger } from "../logger.ts";
-import {
-  type AttemptResult,
-  errorText,
-  LeasedOutboxWorker,
-  maxStoredText,
-  type OutboxWorkerOptions,
-} from "../outbox/leased-worker.ts";
+import { failureText, LeasedOutboxWorker, type OutboxWorkerOptions } from "../outbox/leased-worker.ts";
 
 export type MailWorkerOptions = OutboxWorkerOptions<MailAttemptOutcome>;
 
@@ -46,7 +40,6 @@ interface Sender {
 export class MailWorker extends LeasedOutboxWorker<
   "mail_outbox",
   { id: string; recipient: string; subject: string; body: string; attempts: number },
-  AttemptResult,
   Sender
 > {
   readonly #transport: ReturnType<typeof createTransport>;
@@ -90,8 +83,7 @@ export class MailWorker extends LeasedOutboxWorker<
           });
           return { success: true, error: null };
         } catch (failure) {
-          const error = errorText(failure).slice(0, maxStoredText);
-          return { success: false, permanent: isPermanentRejection(failure), error };
+          return { success: false, permanent: isPermanentRejection(failure), error: failureText(failure) };
         }
       },
       record: (result, finishedAt) => ({ sent_at: result.success ? finishedAt : null }),

@@ -1,21 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Expression, ExpressionBuilder, Kysely, SqlBool, Updateable } from "kysely";
-import type { Database, DeliveryStatus, UnixTime } from "../db/schema.ts";
+import type { Database, LeasedOutboxColumns, UnixTime } from "../db/schema.ts";
 import type { Logger } from "../logger.ts";
 
-/** The columns that make a table a leased outbox (the e-mail outbox, the webhook deliveries). */
-export interface LeasedOutboxColumns {
-  id: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: UnixTime | null;
-  claimed_until: UnixTime | null;
-  claim_token: string | null;
-  error: string | null;
-  created_at: UnixTime;
-}
-
-/** The tables that have those columns. */
+/** The tables that have the lease's columns. */
 export type LeasedOutboxTable = {
   [T in keyof Database]: Database[T] extends LeasedOutboxColumns ? T : never;
 }[keyof Database];
@@ -44,7 +32,7 @@ export interface AttemptResult {
   success: boolean;
   /** Refused for good: no retry even if the schedule has one left. */
   permanent?: boolean;
-  /** Stored in the row's `error` column (at most maxStoredText characters). */
+  /** Stored in the row's `error` column (see failureText). */
   error: string | null;
 }
 
@@ -67,7 +55,8 @@ export interface PruneRule<T extends LeasedOutboxTable> {
   keepSeconds: number;
 }
 
-export interface LeasedOutbox<T extends LeasedOutboxTable, Row extends { attempts: number }, Result, Batch> {
+/** What one user of the worker gives it: its table, its timings, how to send and what to record. */
+export interface LeasedOutbox<T extends LeasedOutboxTable, Row extends { attempts: number }, Batch, Result> {
   table: T;
   /** Names the worker in its log line when a pass fails: "<name> worker pass failed". */
   name: string;
@@ -93,17 +82,20 @@ export interface LeasedOutbox<T extends LeasedOutboxTable, Row extends { attempt
   prune?: { everySeconds: number; rules: PruneRule<T>[] };
 }
 
-/** Stored error texts and response bodies are cut to this length. */
-export const maxStoredText = 4096;
+/** A text as stored in an outbox row (an error, a response body): cut to 4096 characters. */
+export const storedText = (text: string): string => text.slice(0, 4096);
 
 /** An error's message, with its cause's (fetch and nodemailer put the useful part there). */
-export const errorText = (error: unknown): string => {
+const errorText = (error: unknown): string => {
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause;
     return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;
   }
   return String(error);
 };
+
+/** A failed attempt's error as stored in the row's `error` column. */
+export const failureText = (error: unknown): string => storedText(errorText(error));
 
 /**
  * Delivers the due rows of one outbox table. A row is claimed with a conditional update that sets a
@@ -117,14 +109,14 @@ export const errorText = (error: unknown): string => {
 export class LeasedOutboxWorker<
   T extends LeasedOutboxTable,
   Row extends { attempts: number },
-  Result extends AttemptResult,
   Batch = undefined,
+  Result extends AttemptResult = AttemptResult,
 > {
   readonly #db: Kysely<Database>;
   /** The same database, seen as outboxes (see Outboxes). */
   readonly #outboxes: Kysely<Outboxes>;
   readonly #logger: Logger;
-  readonly #outbox: LeasedOutbox<T, Row, Result, Batch>;
+  readonly #outbox: LeasedOutbox<T, Row, Batch, Result>;
   /** The same table name, typed as one of the outboxes (see Outboxes). */
   readonly #table: LeasedOutboxTable;
   #timer: NodeJS.Timeout | null = null;
@@ -132,7 +124,7 @@ export class LeasedOutboxWorker<
   #stopped = false;
   #prunedAt = 0;
 
-  constructor(db: Kysely<Database>, logger: Logger, outbox: LeasedOutbox<T, Row, Result, Batch>) {
+  constructor(db: Kysely<Database>, logger: Logger, outbox: LeasedOutbox<T, Row, Batch, Result>) {
     this.#db = db;
     this.#outboxes = db as unknown as Kysely<Outboxes>;
     this.#logger = logger;

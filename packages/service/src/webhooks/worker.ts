@@ -3,10 +3,10 @@ import type { Database } from "../db/schema.ts";
 import type { Logger } from "../logger.ts";
 import {
   type AttemptResult,
-  errorText,
+  failureText,
   LeasedOutboxWorker,
-  maxStoredText,
   type OutboxWorkerOptions,
+  storedText,
 } from "../outbox/leased-worker.ts";
 import { webhookRequestHeaders } from "./payload.ts";
 
@@ -45,7 +45,12 @@ interface DeliveryResult extends AttemptResult {
  * out once the endpoint is enabled again, so nothing is sent to a disabled endpoint. Old deliveries
  * are pruned by the scheduled job (WebhookService.pruneDelivered), not here.
  */
-export class DeliveryWorker extends LeasedOutboxWorker<"webhook_deliveries", Delivery, DeliveryResult> {
+export class DeliveryWorker extends LeasedOutboxWorker<
+  "webhook_deliveries",
+  Delivery,
+  undefined,
+  DeliveryResult
+> {
   constructor(db: Kysely<Database>, logger: Logger, options: DeliveryWorkerOptions = {}) {
     const timeoutMs = options.timeoutMs ?? 10000;
     const onAttempt = options.onAttempt ?? (() => {});
@@ -121,9 +126,9 @@ async function post(delivery: Delivery, attempt: number, timeoutMs: number): Pro
     });
     responseCode = response.status;
     const text = await response.text();
-    if (response.status < 200 || response.status > 299) responseBody = text.slice(0, maxStoredText);
+    if (response.status < 200 || response.status > 299) responseBody = storedText(text);
   } catch (failure) {
-    error = errorText(failure).slice(0, maxStoredText);
+    error = failureText(failure);
   }
   const success = responseCode !== null && responseCode >= 200 && responseCode <= 299;
   return { success, error, responseCode, responseBody };
