@@ -110,7 +110,22 @@ export interface WebhookEndpointDomainTable {
 
 export type DeliveryStatus = "pending" | "success" | "failed";
 
-export interface WebhookDeliveryTable {
+/**
+ * The columns of a leased outbox (the webhook deliveries, the e-mail outbox), which the one worker
+ * that delivers outboxes (outbox/leased-worker.ts) reads and writes.
+ */
+export interface LeasedOutboxColumns {
+  id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: UnixTime | null;
+  claimed_until: UnixTime | null;
+  claim_token: string | null;
+  error: string | null;
+  created_at: UnixTime;
+}
+
+export interface WebhookDeliveryTable extends LeasedOutboxColumns {
   /** ULID, sent as X-Webhook-Id. */
   id: string;
   endpoint_id: number;
@@ -118,15 +133,8 @@ export interface WebhookDeliveryTable {
   /** The exact bytes sent and signed. */
   body: string;
   signature: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: UnixTime | null;
-  claimed_until: UnixTime | null;
-  claim_token: string | null;
   response_code: number | null;
   response_body: string | null;
-  error: string | null;
-  created_at: UnixTime;
   delivered_at: UnixTime | null;
 }
 
@@ -180,18 +188,10 @@ export interface SignInFailureTable {
   blocked_until: UnixTime;
 }
 
-export interface MailOutboxTable {
-  id: string;
+export interface MailOutboxTable extends LeasedOutboxColumns {
   recipient: string;
   subject: string;
   body: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: UnixTime | null;
-  claimed_until: UnixTime | null;
-  claim_token: string | null;
-  error: string | null;
-  created_at: UnixTime;
   sent_at: UnixTime | null;
 }
 
