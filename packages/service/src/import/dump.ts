@@ -1,12 +1,13 @@
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
-import type { Kysely } from "kysely";
+import type { Insertable, Kysely, SelectType } from "kysely";
 import { sql } from "kysely";
 import type { DatabaseHandle } from "../db/database.ts";
 import { migrations } from "../db/migrations/index.ts";
 import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { serviceVersion } from "../version.ts";
+import { type Column, insertRows } from "./tables.ts";
 
 /**
  * `app:export` and `app:import`: everything this service holds, as JSON lines, to move an
@@ -73,30 +74,37 @@ export const dumpFormat = "mail-account-service-dump";
 export const dumpVersion = 1;
 
 type Row = Record<string, unknown>;
-type LooseDatabase = Record<string, Row>;
 
-export interface DumpTable {
-  name: keyof Database;
+/** A flag column of a table (schema.ts's `Flag`: read back as boolean or number). */
+type FlagColumn<T extends keyof Database> = {
+  [C in Column<T>]: boolean extends SelectType<Database[T][C]> ? C : never;
+}[Column<T>];
+
+export interface DumpTable<T extends keyof Database = keyof Database> {
+  name: T;
   /** The primary key: the order rows are written in. */
-  key: readonly string[];
+  key: readonly Column<T>[];
   /** The key is an auto-increment `id`: read in pages by id, and PostgreSQL's sequence set after an import. */
   serial?: boolean;
   /** Columns that are flags (0/1, true/false depending on the database). */
-  flags: readonly string[];
+  flags: readonly FlagColumn<T>[];
   /** Only some rows belong in a dump (deliveries and mails still to be sent). */
-  only?: { column: string; not: string };
+  only?: { column: Column<T>; not: string };
   /** Columns of a claim on a row in progress: a dump carries the row unclaimed. */
-  unclaim?: readonly string[];
+  unclaim?: readonly Column<T>[];
   /** Filled by a migration: its rows are replaced by the dump's, not refused as data already there. */
   seeded?: boolean;
 }
+
+/** One of the tables, its columns checked against that table's own. */
+type AnyDumpTable = { [T in keyof Database]: DumpTable<T> }[keyof Database];
 
 /**
  * The tables a dump carries, in the order they are written and read back (references first). A
  * table of the database that is neither here nor in `excludedTables` fails import-dump.test.ts,
  * so a new table cannot be forgotten.
  */
-export const dumpTables: readonly DumpTable[] = [
+export const dumpTables: readonly AnyDumpTable[] = [
   { name: "domains", key: ["id"], serial: true, flags: ["invitation_enabled"] },
   {
     name: "users",
@@ -168,12 +176,14 @@ const byKey =
   };
 
 /** A stored row as the dump writes it: columns in name order, flags as booleans. */
-function dumpRow(table: DumpTable, row: Row): Row {
+function dumpRow(table: AnyDumpTable, row: Row): Row {
+  const flags: readonly string[] = table.flags;
+  const unclaim: readonly string[] = table.unclaim ?? [];
   const out: Row = {};
   for (const column of Object.keys(row).sort()) {
     const value = row[column];
-    if (table.flags.includes(column)) out[column] = value === true || value === 1 || value === "1";
-    else if (table.unclaim?.includes(column)) out[column] = null;
+    if (flags.includes(column)) out[column] = value === true || value === 1 || value === "1";
+    else if (unclaim.includes(column)) out[column] = null;
     else if (typeof value === "bigint") out[column] = Number(value);
     else out[column] = value;
   }
@@ -188,7 +198,7 @@ export async function exportDump(
   handle: DatabaseHandle,
   write: (line: string) => void | Promise<void>,
 ): Promise<Record<string, number>> {
-  const db = handle.db as unknown as Kysely<LooseDatabase>;
+  const db = handle.db;
   const counts: Record<string, number> = {};
   const header: Header = {
     format: dumpFormat,
@@ -198,7 +208,7 @@ export async function exportDump(
     exportedAt: new Date().toISOString(),
     tables: dumpTables.map((t) => t.name),
   };
-  const run = async (trx: Kysely<LooseDatabase>) => {
+  const run = async (trx: Kysely<Database>) => {
     await write(`${JSON.stringify(header)}\n`);
     for (const table of dumpTables) {
       counts[table.name] = 0;
@@ -232,6 +242,16 @@ export async function exportDump(
   else await db.transaction().setIsolationLevel("repeatable read").execute(run);
   return counts;
 }
+
+/**
+ * A dump's row is a row of its table when each of its fields is one of the table's columns in this
+ * database: the dump holds the database's own rows, and the database checks their values.
+ */
+const isRowOf = <T extends keyof Database>(
+  _table: T,
+  row: Row,
+  columns: ReadonlySet<string>,
+): row is Row & Insertable<Database[T]> => Object.keys(row).every((column) => columns.has(column));
 
 /** What the columns of each table of this database are (a dump's columns must be among them). */
 async function columnsOf(db: Kysely<Database>): Promise<Map<string, Set<string>>> {
@@ -267,7 +287,7 @@ export async function importDump(handle: DatabaseHandle, input: Readable): Promi
   if (typeof header.schema !== "string" || !known.includes(header.schema))
     throw dumpSchemaNewer({ schema: String(header.schema), ours: schemaVersion() });
 
-  const db = handle.db as unknown as Kysely<LooseDatabase>;
+  const db = handle.db;
   const columns = await columnsOf(handle.db);
   const order = new Map(dumpTables.map((t, i) => [t.name as string, i]));
   for (const table of dumpTables) {
@@ -282,16 +302,11 @@ export async function importDump(handle: DatabaseHandle, input: Readable): Promi
   const counts: Record<string, number> = {};
   await db.transaction().execute(async (trx) => {
     for (const table of dumpTables) if (table.seeded) await trx.deleteFrom(table.name).execute();
-    let current: DumpTable | null = null;
-    let pending: Row[] = [];
+    let current: AnyDumpTable | null = null;
+    let pending: Insertable<Database[keyof Database]>[] = [];
     const flush = async () => {
       if (!current || pending.length === 0) return;
-      const perStatement = Math.max(1, Math.floor(30000 / Math.max(1, Object.keys(pending[0] ?? {}).length)));
-      for (let i = 0; i < pending.length; i += perStatement)
-        await trx
-          .insertInto(current.name)
-          .values(pending.slice(i, i + perStatement))
-          .execute();
+      await insertRows(trx, current.name, pending);
       pending = [];
     };
     let trailer: { end?: unknown; rows?: Record<string, unknown> } | undefined;
@@ -314,11 +329,13 @@ export async function importDump(handle: DatabaseHandle, input: Readable): Promi
       if (item.row === null || typeof item.row !== "object" || Array.isArray(item.row))
         throw dumpRowNotObject({ line: lineNumber });
       const row: Row = {};
+      const flags: readonly string[] = table.flags;
+      for (const [column, value] of Object.entries(item.row as Row))
+        row[column] = flags.includes(column) ? (value === true ? 1 : 0) : value;
       const known = columns.get(name) ?? new Set<string>();
-      for (const [column, value] of Object.entries(item.row as Row)) {
-        if (!known.has(column))
-          throw dumpColumnUnknown({ line: lineNumber, table: name, column: column.slice(0, 60) });
-        row[column] = table.flags.includes(column) ? (value === true ? 1 : 0) : value;
+      if (!isRowOf(table.name, row, known)) {
+        const column = Object.keys(row).find((c) => !known.has(c)) ?? "";
+        throw dumpColumnUnknown({ line: lineNumber, table: name, column: column.slice(0, 60) });
       }
       pending.push(row);
       counts[name] = (counts[name] ?? 0) + 1;

@@ -9,7 +9,8 @@ import BetterSqlite3 from "better-sqlite3";
 
 export type SourceDialect = "sqlite" | "mysql" | "postgres";
 export type SourceValue = string | number | boolean | null;
-export type SourceRow = Record<string, SourceValue>;
+/** A row of the columns a statement named. */
+export type SourceRow<C extends string = string> = Readonly<Record<C, SourceValue>>;
 
 /** What one statement reads: rows of plain values (the driver's own types, normalised later). */
 type Query = (sqlText: string, params: readonly SourceValue[]) => Promise<Record<string, unknown>[]>;
@@ -23,12 +24,12 @@ export interface UserliSource {
    * Every row of a table in pages of `pageSize`, ordered by `orderBy` (unique together): keyset
    * paging, so each page is one cheap indexed statement, however large the table.
    */
-  pages(
+  pages<C extends string>(
     table: string,
-    columns: readonly string[],
-    orderBy: readonly string[],
+    columns: readonly C[],
+    orderBy: readonly C[],
     pageSize: number,
-  ): AsyncGenerator<SourceRow[]>;
+  ): AsyncGenerator<SourceRow<C>[]>;
   close(): Promise<void>;
 }
 
@@ -54,9 +55,11 @@ export function sourceTime(value: SourceValue | undefined): number | null {
 export const sourceFlag = (value: SourceValue | undefined): boolean =>
   value === true || value === 1 || value === "1" || value === "t" || value === "true";
 
-function normalise(row: Record<string, unknown>): SourceRow {
-  const out: SourceRow = {};
-  for (const [key, value] of Object.entries(row)) {
+/** The columns a statement selected, normalised: the boundary where userli's rows get their type. */
+function normalise<C extends string>(row: Record<string, unknown>, columns: readonly C[]): SourceRow<C> {
+  const out: Record<string, SourceValue> = {};
+  for (const key of columns) {
+    const value = row[key];
     if (value === null || value === undefined) out[key] = null;
     else if (typeof value === "string" || typeof value === "number" || typeof value === "boolean")
       out[key] = value;
@@ -66,7 +69,8 @@ function normalise(row: Record<string, unknown>): SourceRow {
     // MySQL's JSON type comes back parsed: back to text, as the other dialects give it.
     else out[key] = JSON.stringify(value);
   }
-  return out;
+  // The SELECT named exactly these columns: each is a key of `out`.
+  return out as SourceRow<C>;
 }
 
 /** Keyset paging over any dialect, given how it quotes names and numbers its parameters. */
@@ -87,7 +91,7 @@ function sourceOf(
     async *pages(table, columns, orderBy, pageSize) {
       const select = `SELECT ${columns.map(quote).join(", ")} FROM ${quote(table)}`;
       const order = ` ORDER BY ${orderBy.map(quote).join(", ")} LIMIT ${Math.max(1, Math.floor(pageSize))}`;
-      let last: SourceRow | null = null;
+      let last: SourceRow<(typeof columns)[number]> | null = null;
       for (;;) {
         let where = "";
         const params: SourceValue[] = [];
@@ -102,7 +106,7 @@ function sourceOf(
           }
           where = ` WHERE ${terms.join(" OR ")}`;
         }
-        const rows = (await query(select + where + order, params)).map(normalise);
+        const rows = (await query(select + where + order, params)).map((row) => normalise(row, columns));
         if (rows.length > 0) yield rows;
         if (rows.length < pageSize) return;
         last = rows[rows.length - 1]!;

@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import type { Insertable, Kysely, Selectable } from "kysely";
 import { activityDay } from "../accounts/activity.ts";
 import { checkAddress, checkDomain } from "../accounts/address-syntax.ts";
 import {
@@ -15,7 +15,7 @@ import { isSettingName, normalizeSetting } from "../accounts/settings.ts";
 import { checkQuota, checkSmtpQuota } from "../accounts/users.ts";
 import { findBackupCode, hashBackupCode } from "../credentials/backup-codes.ts";
 import { passwordHashScheme } from "../credentials/passwords.ts";
-import type { Database } from "../db/schema.ts";
+import type { Database, UserTable, WebhookEndpointTable } from "../db/schema.ts";
 import { ServiceError } from "../errors.ts";
 import { wkdHash } from "../openpgp/wkd.ts";
 import { checkScopes, checkTokenName } from "../tokens/tokens.ts";
@@ -28,6 +28,15 @@ import {
   type RowNote,
   type TableSummary,
 } from "./report.ts";
+import {
+  type Column,
+  changedColumns,
+  insertRows,
+  pick,
+  rowsByKey,
+  type TextColumn,
+  updateByKey,
+} from "./tables.ts";
 import {
   type SourceRow,
   type SourceValue,
@@ -60,9 +69,6 @@ export interface UserliImportOptions {
   batchSize?: number;
   onProgress?: (progress: ImportProgress) => void;
 }
-
-type Row = Record<string, unknown>;
-type LooseDatabase = Record<string, Row>;
 
 /** The userli tables and the columns read from each: their final state (userli 6.10). */
 const sourceTables = {
@@ -130,6 +136,11 @@ const sourceTables = {
   webhook_endpoint_domain: ["webhook_endpoint_id", "domain_id"],
 } as const;
 type SourceTable = keyof typeof sourceTables;
+type SourceColumn<T extends SourceTable> = (typeof sourceTables)[T][number];
+/** The same list, indexed so that a table's columns keep their type under a type parameter. */
+const sourceColumns: { [T in SourceTable]: readonly SourceColumn<T>[] } = sourceTables;
+/** A row of a userli table: the columns read from it. */
+type UserliRow<T extends SourceTable> = SourceRow<SourceColumn<T>>;
 
 /** userli tables with nothing this service takes over. */
 const skippedTables = {
@@ -147,14 +158,19 @@ const refuse = (reason: string): never => {
 /** `--strict` met a refused row. */
 class StrictStop extends Error {}
 
+/** An alias's plan and the address of its owner, made this service's user id when its batch is written. */
+type AliasPlan = Plan<"aliases"> & { owner: string | null };
+
 /** A row as it should be in this service, under the key both systems know it by. */
-interface Plan {
+interface Plan<T extends keyof Database> {
   sourceId: string;
   key: string;
-  /** Written on insert and compared with the stored row. */
-  values: Row;
-  onInsert?: Row;
-  onUpdate?: Row;
+  /** Written on insert and, but for `insertOnly`, compared with the stored row. */
+  values: Insertable<Database[T]>;
+  /** Columns written on insert only, never compared. */
+  insertOnly?: readonly Column<T>[];
+  /** Written with every update. */
+  onUpdate?: Partial<Insertable<Database[T]>>;
 }
 
 interface Written {
@@ -173,13 +189,13 @@ const integer = (value: SourceValue | undefined): number | null => {
 };
 
 /** A time column: Unix seconds, null when empty, refused when not a date. */
-function time(row: SourceRow, column: string): number | null {
+function time<C extends string>(row: SourceRow<C>, column: C): number | null {
   const value = sourceTime(row[column]);
   if (value !== null && !Number.isFinite(value)) refuse(`${column}: not a date (${String(row[column])})`);
   return value;
 }
 
-function requiredTime(row: SourceRow, column: string): number {
+function requiredTime<C extends string>(row: SourceRow<C>, column: C): number {
   return time(row, column) ?? refuse(`${column} is empty`);
 }
 
@@ -252,14 +268,11 @@ function checked<T>(check: () => T): T {
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const flagValue = (value: boolean): 0 | 1 => (value ? 1 : 0);
 
-/** Stored and wanted values are the same (flags and numbers as any driver reads them). */
-function same(stored: unknown, wanted: unknown): boolean {
-  if (wanted === null || wanted === undefined) return stored === null || stored === undefined;
-  if (stored === null || stored === undefined) return false;
-  if (typeof stored === "boolean") return Number(stored) === wanted;
-  if (typeof wanted === "number") return Number(stored) === wanted;
-  return stored === wanted;
-}
+/** The stored row was changed here after userli's last change of it. */
+const changedHereLater = (
+  stored: { updated_at: number },
+  plan: { values: { updated_at: number } },
+): boolean => Number(stored.updated_at) > Number(plan.values.updated_at);
 
 /** Stands for "an unusable password" until the stored row is known. */
 const unusable = "!unusable!";
@@ -268,7 +281,7 @@ const domainOf = (email: string): string => email.slice(email.lastIndexOf("@") +
 
 export class UserliImporter {
   readonly #source: UserliSource;
-  readonly #db: Kysely<LooseDatabase>;
+  readonly #db: Kysely<Database>;
   readonly #dryRun: boolean;
   readonly #strict: boolean;
   readonly #batch: number;
@@ -288,7 +301,7 @@ export class UserliImporter {
 
   constructor(source: UserliSource, db: Kysely<Database>, options: UserliImportOptions = {}) {
     this.#source = source;
-    this.#db = db as unknown as Kysely<LooseDatabase>;
+    this.#db = db;
     this.#dryRun = options.dryRun ?? false;
     this.#strict = options.strict ?? false;
     this.#batch = Math.max(1, Math.min(options.batchSize ?? 500, 1000));
@@ -354,9 +367,9 @@ export class UserliImporter {
     const summary = this.#table("domains", "domains");
     const seen = new Map<string, string>();
     await this.#each("domains", ["id"], summary, async (page) => {
-      const plans: Plan[] = [];
+      const plans: Plan<"domains">[] = [];
       for (const row of page) {
-        const plan = this.#plan(summary, row, () => {
+        const plan = this.#plan(summary, row, (): Plan<"domains"> => {
           const check = checkDomain(text(row.name)?.trim(), "known");
           if (!check.ok) return refuse(`name: ${check.reason}`);
           const name = check.domain;
@@ -393,7 +406,7 @@ export class UserliImporter {
    * A domain's invitation settings by the service's rule (checkInvitations). Out of its range they
    * are brought into it and said so: a domain is never refused over them (its users would be too).
    */
-  #invitations(id: string, row: SourceRow): DomainInvitations {
+  #invitations(id: string, row: UserliRow<"domains">): DomainInvitations {
     const enabled = sourceFlag(row.invitation_enabled);
     const limit = integer(row.invitation_limit) ?? 0;
     const waiting = integer(row.invitation_waiting_period_days) ?? 7;
@@ -432,12 +445,12 @@ export class UserliImporter {
     let writing: Promise<unknown> = Promise.resolve();
     try {
       await this.#each("users", ["id"], summary, async (page) => {
-        const plans: Plan[] = [];
-        const codesOf = new Map<Plan, string[]>();
+        const plans: Plan<"users">[] = [];
+        const codesOf = new Map<Plan<"users">, string[]>();
         for (const row of page) {
           const id = String(row.id);
           let codes: string[] = [];
-          const plan = this.#plan(summary, row, () => {
+          const plan = this.#plan(summary, row, (): Plan<"users"> => {
             const address = checkAddress(text(row.email)?.trim(), "known");
             if (!address.ok) return refuse(`email: ${address.reason}`);
             const email = address.address.email;
@@ -510,8 +523,9 @@ export class UserliImporter {
                 created_at: created,
                 updated_at: updated,
                 deleted: flagValue(deleted),
+                totp_last_step: null,
               },
-              onInsert: { totp_last_step: null },
+              insertOnly: ["totp_last_step"],
             };
           });
           if (plan) {
@@ -525,17 +539,17 @@ export class UserliImporter {
             if (voucher !== null) this.#invitees.set(voucher, { email: null, userId: id });
           }
         }
-        const prepare = async (plan: Plan, stored: Row | undefined) => {
+        const prepare = async (plan: Plan<"users">, stored: Selectable<UserTable> | undefined) => {
           // A password nobody can use is made once; a later run keeps the one stored.
           if (plan.values.password === unusable)
             plan.values.password =
-              typeof stored?.password === "string" && passwordHashScheme(stored.password) === null
+              stored !== undefined && passwordHashScheme(stored.password) === null
                 ? stored.password
                 : unusablePassword();
           const codes = codesOf.get(plan);
           if (!codes) return;
           // Unchanged codes keep their stored hashes (new salts would make every run an update).
-          if (stored && (await sameBackupCodes(codes, String(stored.totp_backup_codes ?? "[]")))) {
+          if (stored && (await sameBackupCodes(codes, stored.totp_backup_codes))) {
             plan.values.totp_backup_codes = stored.totp_backup_codes;
           } else if (this.#dryRun) {
             plan.values.totp_backup_codes = "(backup codes to be hashed)";
@@ -548,7 +562,9 @@ export class UserliImporter {
         const ready = this.#stored("users", "email", plans, prepare);
         ready.catch(() => {});
         await writing;
-        writing = ready.then((prepared) => this.#apply(summary, "users", "email", prepared, true));
+        writing = ready.then((prepared) =>
+          this.#apply(summary, "users", "email", prepared, changedHereLater),
+        );
         writing.catch(() => {});
       });
       await writing;
@@ -575,8 +591,8 @@ export class UserliImporter {
     const users = new Set(this.#userBySourceId.values());
     const seen = new Map<string, string>();
     let merged = 0;
-    let group: SourceRow[] = [];
-    let plans: Plan[] = [];
+    let group: UserliRow<"aliases">[] = [];
+    let plans: AliasPlan[] = [];
     const flush = async () => {
       const batch = plans;
       plans = [];
@@ -600,14 +616,12 @@ export class UserliImporter {
         this.#refuse(summary, plan.sourceId, "the address belongs to a user");
         return false;
       });
-      const owners = await this.#userIds(kept.map((p) => p.values.user_id as string | null));
-      for (const plan of kept) {
-        const owner = plan.values.user_id as string | null;
-        plan.values.user_id = owner === null ? null : (owners.get(owner) ?? -1);
-      }
-      await this.#write(summary, "aliases", "source", kept, undefined, true);
+      const owners = await this.#userIds(kept.map((p) => p.owner));
+      for (const plan of kept)
+        plan.values.user_id = plan.owner === null ? null : (owners.get(plan.owner) ?? -1);
+      await this.#write(summary, "aliases", "source", kept, undefined, changedHereLater);
     };
-    const take = async (rows: SourceRow[]) => {
+    const take = async (rows: UserliRow<"aliases">[]) => {
       if (rows.length === 0) return;
       const plan = this.#planAlias(summary, rows, { importedDomains, users, seen });
       if (plan) {
@@ -647,15 +661,15 @@ export class UserliImporter {
   /** The rows of one alias address, merged into the one alias this service keeps per address. */
   #planAlias(
     summary: TableSummary,
-    rows: SourceRow[],
+    rows: UserliRow<"aliases">[],
     context: { importedDomains: Set<string>; users: Set<string>; seen: Map<string, string> },
-  ): Plan | null {
+  ): AliasPlan | null {
     interface Part {
       id: string;
       deleted: boolean;
       destination: string | null;
       owner: string | null;
-      row: SourceRow;
+      row: UserliRow<"aliases">;
       smtp: { perHour: number | null; perDay: number | null };
       created: number;
       updated: number;
@@ -739,12 +753,12 @@ export class UserliImporter {
     return {
       sourceId: lead.id,
       key: email,
+      owner: deleted ? null : (active.find((p) => p.owner !== null)?.owner ?? null),
       values: {
         source: email,
         domain_id: this.#domainIds.get(domainOf(email)) ?? -1,
         destinations: JSON.stringify(deleted ? [] : destinations),
-        // An address for now; turned into this service's user id when the batch is written.
-        user_id: deleted ? null : (active.find((p) => p.owner !== null)?.owner ?? null),
+        user_id: null,
         smtp_quota_per_hour: lead.smtp.perHour,
         smtp_quota_per_day: lead.smtp.perDay,
         random: flagValue(sourceFlag(lead.row.random)),
@@ -758,12 +772,14 @@ export class UserliImporter {
 
   async #vouchers(): Promise<void> {
     const summary = this.#table("vouchers", "invite_codes");
+    /** The addresses of its owner and invitee are made this service's user ids when the batch is written. */
+    type CodePlan = Plan<"invite_codes"> & { owner: string | null; invitee: string | null };
     const seen = new Map<string, string>();
     await this.#each("vouchers", ["id"], summary, async (page) => {
-      const plans: Plan[] = [];
+      const plans: CodePlan[] = [];
       for (const row of page) {
         const id = String(row.id);
-        const plan = this.#plan(summary, row, () => {
+        const plan = this.#plan(summary, row, (): CodePlan => {
           const code = text(row.code)?.trim() ?? "";
           if (!inviteCodePattern.test(code))
             refuse("code: not six letters and digits (the invite codes this service looks up)");
@@ -794,23 +810,23 @@ export class UserliImporter {
             values: {
               code,
               domain_id: this.#domainIds.get(domain as string) ?? -1,
-              user_id: owner,
+              user_id: null,
               redeemed_at: time(row, "redeemed_time"),
-              redeemed_by_id: invitee?.email ?? null,
+              redeemed_by_id: null,
               created_at: requiredTime(row, "creation_time"),
             },
+            owner,
+            invitee: invitee?.email ?? null,
           };
         });
         if (plan) plans.push(plan);
       }
-      const ids = await this.#userIds(
-        plans.flatMap((p) => [p.values.user_id as string | null, p.values.redeemed_by_id as string | null]),
-      );
-      for (const plan of plans)
-        for (const column of ["user_id", "redeemed_by_id"]) {
-          const email = plan.values[column] as string | null;
-          plan.values[column] = email === null ? null : (ids.get(email) ?? -1);
-        }
+      const ids = await this.#userIds(plans.flatMap((p) => [p.owner, p.invitee]));
+      const idOf = (email: string | null) => (email === null ? null : (ids.get(email) ?? -1));
+      for (const plan of plans) {
+        plan.values.user_id = idOf(plan.owner);
+        plan.values.redeemed_by_id = idOf(plan.invitee);
+      }
       await this.#write(summary, "invite_codes", "code", plans);
     });
   }
@@ -819,9 +835,9 @@ export class UserliImporter {
     const summary = this.#table("reserved_names", "reserved_names");
     const seen = new Map<string, string>();
     await this.#each("reserved_names", ["id"], summary, async (page) => {
-      const plans: Plan[] = [];
+      const plans: Plan<"reserved_names">[] = [];
       for (const row of page) {
-        const plan = this.#plan(summary, row, () => {
+        const plan = this.#plan(summary, row, (): Plan<"reserved_names"> => {
           const name =
             normalizeReservedName(text(row.name)) ??
             refuse("name: not a local part a new address could have (letters, digits and . _ + = -)");
@@ -843,13 +859,15 @@ export class UserliImporter {
 
   async #openPgpKeys(): Promise<void> {
     const summary = this.#table("openpgp_keys", "openpgp_keys");
+    /** The uploader's address is made this service's user id when the batch is written. */
+    type KeyPlan = Plan<"openpgp_keys"> & { uploader: string | null };
     const importedDomains = new Set(this.#domainBySourceId.values());
     const now = Math.floor(Date.now() / 1000);
     await this.#each("openpgp_keys", ["id"], summary, async (page) => {
-      const plans: Plan[] = [];
+      const plans: KeyPlan[] = [];
       for (const row of page) {
         const id = String(row.id);
-        const plan = this.#plan(summary, row, () => {
+        const plan = this.#plan(summary, row, (): KeyPlan => {
           const address = checkAddress(text(row.email)?.trim(), "known");
           if (!address.ok) return refuse(`email: ${address.reason}`);
           const { email, localPart, domain } = address.address;
@@ -889,20 +907,21 @@ export class UserliImporter {
               expires_at: time(row, "key_expire_time"),
               key_data: keyData,
               wkd_hash: hash,
-              uploader_id: uploader,
+              uploader_id: null,
+              created_at: now,
+              updated_at: now,
             },
+            uploader,
             // userli keeps no times for keys: the import is when they arrived here.
-            onInsert: { created_at: now, updated_at: now },
+            insertOnly: ["created_at", "updated_at"],
             onUpdate: { updated_at: now },
           };
         });
         if (plan) plans.push(plan);
       }
-      const ids = await this.#userIds(plans.map((p) => p.values.uploader_id as string | null));
-      for (const plan of plans) {
-        const email = plan.values.uploader_id as string | null;
-        plan.values.uploader_id = email === null ? null : (ids.get(email) ?? -1);
-      }
+      const ids = await this.#userIds(plans.map((p) => p.uploader));
+      for (const plan of plans)
+        plan.values.uploader_id = plan.uploader === null ? null : (ids.get(plan.uploader) ?? -1);
       await this.#write(summary, "openpgp_keys", "email", plans);
     });
   }
@@ -910,9 +929,9 @@ export class UserliImporter {
   async #apiTokens(): Promise<void> {
     const summary = this.#table("api_tokens", "api_tokens");
     await this.#each("api_tokens", ["id"], summary, async (page) => {
-      const plans: Plan[] = [];
+      const plans: Plan<"api_tokens">[] = [];
       for (const row of page) {
-        const plan = this.#plan(summary, row, () => {
+        const plan = this.#plan(summary, row, (): Plan<"api_tokens"> => {
           const name = checked(() => checkTokenName(text(row.name)));
           const list = sourceList(row.scopes) ?? refuse("scopes: not a list");
           const scopes = checked(() => checkScopes(list));
@@ -939,10 +958,10 @@ export class UserliImporter {
   async #settings(): Promise<void> {
     const summary = this.#table("settings", "settings");
     await this.#each("settings", ["id"], summary, async (page) => {
-      const plans: Plan[] = [];
+      const plans: Plan<"settings">[] = [];
       const defaults: { id: string; name: string }[] = [];
       for (const row of page) {
-        const plan = this.#plan(summary, row, () => {
+        const plan = this.#plan(summary, row, (): Plan<"settings"> | null => {
           const name = text(row.name)?.trim() ?? "";
           if (!isSettingName(name)) refuse(`unknown setting ${name.slice(0, 60)}`);
           if (row.value === null) {
@@ -993,7 +1012,8 @@ export class UserliImporter {
       }
     }
     const ordinal = new Map<string, number>();
-    const plans: (Plan & { domains: number[] })[] = [];
+    type EndpointPlan = Plan<"webhook_endpoints"> & { domains: number[] };
+    const plans: EndpointPlan[] = [];
     for await (const page of this.#source.pages(
       "webhook_endpoints",
       sourceTables.webhook_endpoints,
@@ -1003,7 +1023,7 @@ export class UserliImporter {
       for (const row of page) {
         summary.read++;
         const id = String(row.id);
-        const plan = this.#plan(summary, row, () => {
+        const plan = this.#plan(summary, row, (): EndpointPlan => {
           const url = checked(() => checkUrl(text(row.url)?.trim()));
           const listed = sourceList(row.events) ?? refuse("events: not a list");
           // userli sends every event to an endpoint without a list; this service wants them named.
@@ -1048,14 +1068,14 @@ export class UserliImporter {
     }
     const stored = await this.#db.selectFrom("webhook_endpoints").selectAll().orderBy("id").execute();
     const storedFilters = await this.#db.selectFrom("webhook_endpoint_domains").selectAll().execute();
-    const byKey = new Map<string, Row>();
+    const byKey = new Map<string, Selectable<WebhookEndpointTable>>();
     const count = new Map<string, number>();
     for (const row of stored) {
       const nth = (count.get(String(row.url)) ?? 0) + 1;
       count.set(String(row.url), nth);
       byKey.set(`${nth}\n${row.url}`, row);
     }
-    const apply = async (db: Kysely<LooseDatabase>) => {
+    const apply = async (db: Kysely<Database>) => {
       for (const plan of plans) {
         const existing = byKey.get(plan.key);
         const domains = existing
@@ -1064,9 +1084,7 @@ export class UserliImporter {
               .map((f) => Number(f.domain_id))
               .sort((a, b) => a - b)
           : [];
-        const changed = existing
-          ? Object.keys(plan.values).filter((c) => !same(existing[c], plan.values[c]))
-          : Object.keys(plan.values);
+        const changed = existing ? changedColumns(existing, plan.values) : [];
         const domainsChanged = domains.join(",") !== plan.domains.join(",");
         if (existing && changed.length === 0 && !domainsChanged) {
           summary.unchanged++;
@@ -1081,7 +1099,7 @@ export class UserliImporter {
           if (changed.length > 0)
             await db
               .updateTable("webhook_endpoints")
-              .set(Object.fromEntries(changed.map((c) => [c, plan.values[c]])))
+              .set(pick(plan.values, changed))
               .where("id", "=", id)
               .execute();
         } else {
@@ -1089,7 +1107,7 @@ export class UserliImporter {
           const row = await db
             .selectFrom("webhook_endpoints")
             .select("id")
-            .where("url", "=", plan.values.url as string)
+            .where("url", "=", plan.values.url)
             .orderBy("id", "desc")
             .executeTakeFirstOrThrow();
           id = Number(row.id);
@@ -1123,14 +1141,14 @@ export class UserliImporter {
   }
 
   /** Each page of a source table in turn; `--strict` stops before a page with a refused row is written. */
-  async #each(
-    table: SourceTable,
-    orderBy: string[],
+  async #each<T extends SourceTable>(
+    table: T,
+    orderBy: SourceColumn<T>[],
     summary: TableSummary,
-    handle: (page: SourceRow[]) => Promise<void>,
+    handle: (page: UserliRow<T>[]) => Promise<void>,
   ): Promise<void> {
     const total = this.#totals.get(table) ?? 0;
-    for await (const page of this.#source.pages(table, sourceTables[table], orderBy, this.#batch)) {
+    for await (const page of this.#source.pages(table, sourceColumns[table], orderBy, this.#batch)) {
       summary.read += page.length;
       await handle(page);
       this.#progress({ table, done: summary.read, total });
@@ -1138,7 +1156,7 @@ export class UserliImporter {
   }
 
   /** A row's plan, or null with the row reported as refused. */
-  #plan<T>(summary: TableSummary, row: SourceRow, make: () => T | null): T | null {
+  #plan<T>(summary: TableSummary, row: { id: SourceValue }, make: () => T | null): T | null {
     try {
       return make();
     } catch (error) {
@@ -1180,71 +1198,66 @@ export class UserliImporter {
   /**
    * Writes one batch in one transaction: each plan is compared with the row stored under its key;
    * new rows are inserted together, changed ones updated column by column, equal ones left alone.
-   * `prepare` finishes a plan once its stored row is known (backup codes).
+   * `prepare` finishes a plan once its stored row is known (backup codes); a stored row that
+   * `keep` says is newer is kept as it is.
    */
-  async #write(
+  async #write<T extends keyof Database>(
     summary: TableSummary,
-    table: keyof Database,
-    keyColumn: string,
-    plans: Plan[],
-    prepare?: (plan: Plan, stored: Row | undefined) => Promise<void>,
-    keepNewer = false,
+    table: T,
+    keyColumn: TextColumn<T>,
+    plans: Plan<T>[],
+    prepare?: (plan: Plan<T>, stored: Selectable<Database[T]> | undefined) => Promise<void>,
+    keep?: (stored: Selectable<Database[T]>, plan: Plan<T>) => boolean,
   ): Promise<Written> {
-    return this.#apply(
-      summary,
-      table,
-      keyColumn,
-      await this.#stored(table, keyColumn, plans, prepare),
-      keepNewer,
-    );
+    return this.#apply(summary, table, keyColumn, await this.#stored(table, keyColumn, plans, prepare), keep);
   }
 
   /** The rows stored under the plans' keys, and the plans finished by `prepare`. */
-  async #stored(
-    table: keyof Database,
-    keyColumn: string,
-    plans: Plan[],
-    prepare?: (plan: Plan, stored: Row | undefined) => Promise<void>,
-  ): Promise<{ plans: Plan[]; stored: Map<string, Row> }> {
-    const stored = new Map<string, Row>();
+  async #stored<T extends keyof Database>(
+    table: T,
+    keyColumn: TextColumn<T>,
+    plans: Plan<T>[],
+    prepare?: (plan: Plan<T>, stored: Selectable<Database[T]> | undefined) => Promise<void>,
+  ): Promise<{ plans: Plan<T>[]; stored: Map<string, Selectable<Database[T]>> }> {
+    const stored = new Map<string, Selectable<Database[T]>>();
     if (plans.length === 0) return { plans, stored };
-    const rows = await this.#db
-      .selectFrom(table)
-      .selectAll()
-      .where(
-        keyColumn,
-        "in",
-        plans.map((p) => p.key),
-      )
-      .execute();
-    for (const row of rows) stored.set(String(row[keyColumn]), row);
+    const rows = await rowsByKey(
+      this.#db,
+      table,
+      keyColumn,
+      plans.map((p) => p.key),
+    );
+    for (const row of rows) {
+      const columns: Readonly<Record<string, unknown>> = row;
+      stored.set(String(columns[keyColumn]), row);
+    }
     if (prepare) await Promise.all(plans.map((plan) => prepare(plan, stored.get(plan.key))));
     return { plans, stored };
   }
 
-  async #apply(
+  async #apply<T extends keyof Database>(
     summary: TableSummary,
-    table: keyof Database,
-    keyColumn: string,
-    { plans, stored }: { plans: Plan[]; stored: Map<string, Row> },
-    keepNewer: boolean,
+    table: T,
+    keyColumn: TextColumn<T>,
+    { plans, stored }: { plans: Plan<T>[]; stored: Map<string, Selectable<Database[T]>> },
+    keep?: (stored: Selectable<Database[T]>, plan: Plan<T>) => boolean,
   ): Promise<Written> {
     const written: Written = { added: 0, updated: 0, unchanged: 0 };
     if (plans.length === 0) return written;
-    const inserts: Row[] = [];
-    const updates: { key: string; changes: Row }[] = [];
+    const inserts: Insertable<Database[T]>[] = [];
+    const updates: { key: string; changes: Partial<Insertable<Database[T]>> }[] = [];
     for (const plan of plans) {
       const existing = stored.get(plan.key);
       if (!existing) {
-        inserts.push({ ...plan.values, ...plan.onInsert });
+        inserts.push(plan.values);
         continue;
       }
-      const changed = Object.keys(plan.values).filter((c) => !same(existing[c], plan.values[c]));
+      const changed = changedColumns(existing, plan.values, plan.insertOnly);
       if (changed.length === 0) {
         written.unchanged++;
         continue;
       }
-      if (keepNewer && Number(existing.updated_at) > Number(plan.values.updated_at)) {
+      if (keep?.(existing, plan)) {
         written.unchanged++;
         this.#report.kept.push({
           table: summary.table,
@@ -1253,10 +1266,7 @@ export class UserliImporter {
         });
         continue;
       }
-      updates.push({
-        key: plan.key,
-        changes: { ...Object.fromEntries(changed.map((c) => [c, plan.values[c]])), ...plan.onUpdate },
-      });
+      updates.push({ key: plan.key, changes: { ...pick(plan.values, changed), ...plan.onUpdate } });
     }
     written.added = inserts.length;
     written.updated = updates.length;
@@ -1265,15 +1275,8 @@ export class UserliImporter {
     summary.unchanged += written.unchanged;
     if (this.#dryRun || (inserts.length === 0 && updates.length === 0)) return written;
     await this.#db.transaction().execute(async (trx) => {
-      // Bound parameters stay under every dialect's limit (SQLite: 32,766).
-      const perStatement = Math.max(1, Math.floor(30000 / Math.max(1, Object.keys(inserts[0] ?? {}).length)));
-      for (let i = 0; i < inserts.length; i += perStatement)
-        await trx
-          .insertInto(table)
-          .values(inserts.slice(i, i + perStatement))
-          .execute();
-      for (const update of updates)
-        await trx.updateTable(table).set(update.changes).where(keyColumn, "=", update.key).execute();
+      await insertRows(trx, table, inserts);
+      for (const update of updates) await updateByKey(trx, table, keyColumn, update.key, update.changes);
     });
     return written;
   }
