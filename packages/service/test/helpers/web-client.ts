@@ -74,6 +74,29 @@ export class WebClient {
     };
   }
 
+  /** A body as given, with its content type (a hand-made multipart form, good or broken). */
+  async postBody(path: string, contentType: string, body: string | Uint8Array) {
+    const headers: Record<string, string> = { "content-type": contentType };
+    if (this.#cookies.size > 0)
+      headers.cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join("; ");
+    const response = await fetch(`${this.#url}${path}`, {
+      method: "POST",
+      headers,
+      redirect: "manual",
+      body,
+    });
+    return {
+      status: response.status,
+      location: response.headers.get("location"),
+      text: await response.text(),
+    };
+  }
+
+  /** The CSRF token of the last page seen. */
+  get csrf(): string {
+    return this.#csrf;
+  }
+
   async signIn(email: string, password = defaultPassword) {
     await this.get("/login");
     const answer = await this.post("/login", { email, password });

@@ -1,10 +1,10 @@
-import multipart, { type MultipartFile } from "@fastify/multipart";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { generateInviteCode } from "../../../accounts/invite-codes.ts";
 import { readSearch } from "../../../accounts/paging.ts";
 import { ServiceError } from "../../../errors.ts";
 import { maxKeyUploadBodyBytes } from "../../../openpgp/keys.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
+import { acceptUploads, uploadOf } from "../../uploads.ts";
 import {
   actorOf,
   adminArea,
@@ -23,46 +23,6 @@ import {
 const perPage = 20;
 /** The reference's limit of a reserved-names file. */
 const maxNamesFileBytes = 1024 * 1024;
-
-/** Uploaded files of the multipart forms, read by the preValidation hook below. */
-const uploads = new WeakMap<FastifyRequest, { data: Buffer; truncated: boolean } | null>();
-
-/**
- * Multipart bodies (a key file, a reserved-names file) in this scope only: the parts become the
- * plain form (the CSRF check reads `_csrf` from the body) and the one file is kept aside.
- */
-async function acceptUploads(scope: FastifyInstance, maxBytes: number) {
-  await scope.register(multipart, {
-    attachFieldsToBody: true,
-    throwFileSizeLimit: false,
-    limits: { fileSize: maxBytes, fieldSize: maxBytes, files: 1, fields: 8, parts: 10 },
-    onFile: async (part: MultipartFile) => {
-      const data = await part.toBuffer();
-      (part as MultipartFile & { value: unknown }).value = {
-        data,
-        truncated: part.file.truncated,
-        named: part.filename !== "",
-      };
-    },
-  });
-  scope.addHook("preValidation", async (request) => {
-    if (!request.isMultipart()) return;
-    const parts = (request.body ?? {}) as Record<string, unknown>;
-    const body: Record<string, string> = {};
-    let file: { data: Buffer; truncated: boolean } | null = null;
-    for (const [name, part] of Object.entries(parts)) {
-      if (typeof part !== "object" || part === null || Array.isArray(part)) continue;
-      const entry = part as { type?: string; value?: unknown };
-      if (entry.type === "field" && typeof entry.value === "string") body[name] = entry.value;
-      else if (entry.type === "file") {
-        const value = entry.value as { data: Buffer; truncated: boolean; named: boolean };
-        if (value.named || value.data.length > 0) file = { data: value.data, truncated: value.truncated };
-      }
-    }
-    request.body = body;
-    uploads.set(request, file);
-  });
-}
 
 /**
  * `/admin/invite-codes`, `/admin/reserved-names` and `/admin/openpgp-keys`: the codes of the
@@ -276,7 +236,7 @@ export async function adminInvitationPages(app: FastifyInstance, services: WebSe
       { preHandler: [scope.csrfProtection, adminArea] },
       async (request, reply) => {
         const actor = actorOf(request);
-        const file = uploads.get(request) ?? null;
+        const file = uploadOf(request)?.file ?? null;
         if (!file)
           return namesPage(request, reply, {}, { file: { key: "admin.reservedNames.fileMissing" } }, 422);
         if (file.truncated || file.data.length > maxNamesFileBytes)
@@ -346,7 +306,7 @@ export async function adminInvitationPages(app: FastifyInstance, services: WebSe
         const actor = actorOf(request);
         const email = text(request.body?.email).trim().toLowerCase();
         const keyText = text(request.body?.keyText);
-        const file = uploads.get(request) ?? null;
+        const file = uploadOf(request)?.file ?? null;
         const values = { email, keyText };
         const errors: FieldErrors = {};
         if (email === "") errors.email = { key: "form.required" };
