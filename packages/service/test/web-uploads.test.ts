@@ -8,28 +8,33 @@ import { fieldError, WebClient } from "./helpers/web-client.ts";
 /**
  * The web's multipart forms (a reserved-names file and a key file in the admin area, a key file on
  * /account/openpgp), on the database TEST_DATABASE_URL names: one parser for them, with the same
- * limits (2 MiB a file or field, one file, 8 fields, 10 parts) and the same answers to what is
+ * limits (2 MiB a file or field, one file, 8 fields) and the same answers to what is
  * broken or too large: the form again with the reason next to its field, or the error page.
  */
 
 const boundary = "----upload-test-boundary";
-type Part = { name: string; value: string | Uint8Array; filename?: string };
+const contentType = `multipart/form-data; boundary=${boundary}`;
+type Part = { name: string; value: string; filename?: string };
 
 /** A multipart body as a browser sends it; `cut` leaves off the closing boundary. */
-function multipart(parts: Part[], { cut = false } = {}): Uint8Array {
-  const chunks: (string | Uint8Array)[] = [];
-  for (const part of parts) {
-    const file = part.filename === undefined ? "" : `; filename="${part.filename}"`;
-    const type = part.filename === undefined ? "" : "\r\nContent-Type: application/octet-stream";
-    chunks.push(`--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"${file}${type}\r\n\r\n`);
-    chunks.push(part.value, "\r\n");
-  }
-  if (!cut) chunks.push(`--${boundary}--\r\n`);
-  return Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c)));
+function multipart(parts: Part[], { cut = false } = {}): string {
+  const body = parts.map((part) => {
+    const file =
+      part.filename === undefined
+        ? ""
+        : `; filename="${part.filename}"\r\nContent-Type: application/octet-stream`;
+    return `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"${file}\r\n\r\n${part.value}\r\n`;
+  });
+  return body.join("") + (cut ? "" : `--${boundary}--\r\n`);
 }
 
-const contentType = `multipart/form-data; boundary=${boundary}`;
 const overLimit = "x".repeat(2 * 1024 * 1024 + 1);
+const file = (name: string, value: string, filename = "f.txt"): Part => ({ name, value, filename });
+const fields = (count: number): Part[] =>
+  Array.from({ length: count }, (_, i) => ({ name: `f${i}`, value: "x" }));
+
+/** A case: the parts sent, and the answer: the status with a field's error, or with a text of the error page. */
+type Case = [what: string, parts: Part[], status: number, at: string | RegExp, options?: { cut: boolean }];
 
 describe("multipart forms: one parser, its limits and its answers to bad input", () => {
   let service: TestService;
@@ -51,9 +56,9 @@ describe("multipart forms: one parser, its limits and its answers to bad input",
     await service?.close();
   });
 
-  /** Posts `parts` (after the CSRF token of a fresh form) to `path`, as the page at `form` sends it. */
-  const send = async (client: WebClient, form: string, path: string, parts: Part[], options = {}) => {
-    await client.get(form);
+  /** Posts `parts` after the CSRF token of a fresh `page`, as that page's form does. */
+  const send = async (client: WebClient, page: string, path: string, parts: Part[], options = {}) => {
+    await client.get(page);
     return client.postBody(
       path,
       contentType,
@@ -61,71 +66,67 @@ describe("multipart forms: one parser, its limits and its answers to bad input",
     );
   };
 
-  test("admin area, reserved-names file: missing, empty, too large, broken, too many parts", async () => {
-    const post = (parts: Part[], options = {}) =>
-      send(admin, "/admin/reserved-names", "/admin/reserved-names/import", parts, options);
-    const none = await post([]);
-    assert.equal(none.status, 422);
-    assert.equal(fieldError(none.text, "file"), "Choose a file.");
-    // A browser sends an empty part without a file name when no file was chosen.
-    const unchosen = await post([{ name: "file", value: "", filename: "" }]);
-    assert.equal(unchosen.status, 422);
-    assert.equal(fieldError(unchosen.text, "file"), "Choose a file.");
-    const overNames = await post([{ name: "file", value: "n\n".repeat(512 * 1024 + 1), filename: "n.txt" }]);
-    assert.equal(overNames.status, 413);
-    assert.equal(fieldError(overNames.text, "file"), "The file is larger than 1 MB.");
-    const overParser = await post([{ name: "file", value: overLimit, filename: "n.txt" }]);
-    assert.equal(overParser.status, 413);
-    assert.equal(fieldError(overParser.text, "file"), "The file is larger than 1 MB.");
-    const twoFiles = await post([
-      { name: "file", value: "one\n", filename: "a.txt" },
-      { name: "other", value: "two\n", filename: "b.txt" },
-    ]);
-    assert.equal(twoFiles.status, 413);
-    assert.match(twoFiles.text, /The upload is too large\./);
-    const manyFields = await post(Array.from({ length: 8 }, (_, i) => ({ name: `f${i}`, value: "x" })));
-    assert.equal(manyFields.status, 413);
-    assert.match(manyFields.text, /The upload is too large\./);
-    const cut = await post([{ name: "file", value: "cut\n", filename: "c.txt" }], { cut: true });
-    assert.equal(cut.status, 400);
-    assert.match(cut.text, /The request could not be understood\./);
-    await admin.get("/admin/reserved-names");
-    const noBoundary = await admin.postBody("/admin/reserved-names/import", "multipart/form-data", "x");
+  /** Each case's answer, then the answers every upload form gives to a body the parser cannot read or that lacks the token. */
+  async function expectAnswers(client: WebClient, page: string, path: string, cases: Case[]) {
+    const broken: Case[] = [
+      ["two files", [file("a", "one"), file("b", "two")], 413, /The upload is too large\./],
+      ["more than 8 fields", fields(8), 413, /The upload is too large\./],
+      ["a body cut short", [file("a", "x")], 400, /The request could not be understood\./, { cut: true }],
+    ];
+    for (const [what, parts, status, at, options] of [...cases, ...broken]) {
+      const answer = await send(client, page, path, parts, options);
+      assert.equal(answer.status, status, `${what}: ${answer.text}`);
+      if (typeof at === "string") assert.ok(fieldError(answer.text, at), `${what}: an error next to ${at}`);
+      else assert.match(answer.text, at, what);
+    }
+    await client.get(page);
+    const noBoundary = await client.postBody(path, "multipart/form-data", "x");
     assert.equal(noBoundary.status, 400);
     assert.match(noBoundary.text, /The request could not be understood\./);
-    const noToken = await admin.postBody(
-      "/admin/reserved-names/import",
-      contentType,
-      multipart([{ name: "file", value: "cut\n", filename: "c.txt" }]),
-    );
+    const noToken = await client.postBody(path, contentType, multipart([file("a", "x")]));
     assert.equal(noToken.status, 403);
     assert.match(noToken.text, /The form has expired\./);
-    const good = await post([{ name: "file", value: "uploadtest\n", filename: "names.txt" }]);
+  }
+
+  test("admin area, reserved-names file: missing, empty, too large, broken; a good one imported", async () => {
+    await expectAnswers(admin, "/admin/reserved-names", "/admin/reserved-names/import", [
+      ["no file", [], 422, "file"],
+      // A browser sends an empty part without a file name when no file was chosen.
+      ["no file chosen", [file("file", "", "")], 422, "file"],
+      ["over the page's 1 MB", [file("file", "n\n".repeat(512 * 1024 + 1))], 413, "file"],
+      ["over the parser's limit", [file("file", overLimit)], 413, "file"],
+    ]);
+    const none = await send(admin, "/admin/reserved-names", "/admin/reserved-names/import", []);
+    assert.equal(fieldError(none.text, "file"), "Choose a file.");
+    const over = await send(admin, "/admin/reserved-names", "/admin/reserved-names/import", [
+      file("file", overLimit),
+    ]);
+    assert.equal(fieldError(over.text, "file"), "The file is larger than 1 MB.");
+    const good = await send(admin, "/admin/reserved-names", "/admin/reserved-names/import", [
+      file("file", "uploadtest\n"),
+    ]);
     assert.equal(good.status, 303, good.text);
     assert.ok((await admin.get("/admin/reserved-names?search=uploadtest")).text.includes("uploadtest"));
   });
 
-  test("admin area, key file: too large is named next to the file field", async () => {
-    const post = (parts: Part[]) => send(admin, "/admin/openpgp-keys", "/admin/openpgp-keys", parts);
-    const over = await post([
-      { name: "email", value: "ivy@example.org" },
-      { name: "keyText", value: "" },
-      { name: "keyFile", value: overLimit, filename: "key.asc" },
+  test("admin area, key file: too large or none, named next to its field; a good one published", async () => {
+    const email = { name: "email", value: "ivy@example.org" };
+    const noText = { name: "keyText", value: "" };
+    await expectAnswers(admin, "/admin/openpgp-keys", "/admin/openpgp-keys", [
+      ["a file over the limit", [email, noText, file("keyFile", overLimit)], 422, "keyFile"],
+      ["neither file nor text", [email, noText, file("keyFile", "", "")], 422, "keyText"],
     ]);
-    assert.equal(over.status, 422);
+    const over = await send(admin, "/admin/openpgp-keys", "/admin/openpgp-keys", [
+      email,
+      noText,
+      file("keyFile", overLimit),
+    ]);
     assert.equal(fieldError(over.text, "keyFile"), "The key is too large (1 MiB at most).");
-    const neither = await post([
-      { name: "email", value: "ivy@example.org" },
-      { name: "keyText", value: "" },
-      { name: "keyFile", value: "", filename: "" },
-    ]);
-    assert.equal(neither.status, 422);
-    assert.equal(fieldError(neither.text, "keyText"), "Give exactly one: a key file or the pasted key.");
     const { publicKey } = await openpgp.generateKey({ userIDs: [{ email: "ivy@example.org" }] });
-    const good = await post([
-      { name: "email", value: "ivy@example.org" },
-      { name: "keyText", value: "" },
-      { name: "keyFile", value: publicKey, filename: "key.asc" },
+    const good = await send(admin, "/admin/openpgp-keys", "/admin/openpgp-keys", [
+      email,
+      noText,
+      file("keyFile", publicKey, "key.asc"),
     ]);
     assert.equal(good.status, 303, good.text);
     assert.equal((await service.services.openPgpKeys.get("ivy@example.org")).email, "ivy@example.org");
@@ -133,63 +134,28 @@ describe("multipart forms: one parser, its limits and its answers to bad input",
     assert.equal((await admin.post("/admin/openpgp-keys/ivy%40example.org/delete")).status, 303);
   });
 
-  test("/account/openpgp: file or field too large, neither or both, broken, too many parts", async () => {
-    const post = (parts: Part[], options = {}) =>
-      send(user, "/account/openpgp", "/account/openpgp", parts, options);
+  test("/account/openpgp: file or field too large, neither or both, broken; a good file published", async () => {
     const email = { name: "email", value: "ivy@example.org" };
-    const overFile = await post([
-      email,
-      { name: "keyText", value: "" },
-      { name: "keyFile", value: overLimit, filename: "key.asc" },
+    const noText = { name: "keyText", value: "" };
+    await expectAnswers(user, "/account/openpgp", "/account/openpgp", [
+      ["a file over the limit", [email, noText, file("keyFile", overLimit)], 413, "keyFile"],
+      ["a field over the limit", [email, { name: "keyText", value: overLimit }], 413, "keyText"],
+      ["neither file nor text", [email, noText, file("keyFile", "", "")], 422, "keyFile"],
+      ["both", [email, { name: "keyText", value: "key" }, file("keyFile", "key")], 422, "keyFile"],
+      // A file under another name than the form's is no key file.
+      ["a file in another field", [email, noText, file("other", "key")], 422, "keyFile"],
     ]);
-    assert.equal(overFile.status, 413);
-    assert.equal(fieldError(overFile.text, "keyFile"), "The key is too large.");
-    const overField = await post([email, { name: "keyText", value: overLimit }]);
-    assert.equal(overField.status, 413);
-    assert.equal(fieldError(overField.text, "keyText"), "The key is too large.");
-    const neither = await post([
+    const over = await send(user, "/account/openpgp", "/account/openpgp", [
       email,
-      { name: "keyText", value: "" },
-      { name: "keyFile", value: "", filename: "" },
+      noText,
+      file("keyFile", overLimit),
     ]);
-    assert.equal(neither.status, 422);
-    assert.equal(fieldError(neither.text, "keyFile"), "Please choose a file or paste a key, not both.");
-    const both = await post([
-      email,
-      { name: "keyText", value: "key" },
-      { name: "keyFile", value: "key", filename: "key.asc" },
-    ]);
-    assert.equal(both.status, 422);
-    assert.equal(fieldError(both.text, "keyFile"), "Please choose a file or paste a key, not both.");
-    // A file under another name than the form's is no key file.
-    const otherName = await post([
-      email,
-      { name: "keyText", value: "" },
-      { name: "other", value: "key", filename: "k" },
-    ]);
-    assert.equal(otherName.status, 422);
-    assert.equal(fieldError(otherName.text, "keyFile"), "Please choose a file or paste a key, not both.");
-    const twoFiles = await post([
-      email,
-      { name: "keyFile", value: "one", filename: "a.asc" },
-      { name: "other", value: "two", filename: "b.asc" },
-    ]);
-    assert.equal(twoFiles.status, 413);
-    assert.match(twoFiles.text, /The upload is too large\./);
-    const manyParts = await post(Array.from({ length: 10 }, (_, i) => ({ name: `f${i}`, value: "x" })));
-    assert.equal(manyParts.status, 413);
-    assert.match(manyParts.text, /The upload is too large\./);
-    const cut = await post([email, { name: "keyText", value: "key" }], { cut: true });
-    assert.equal(cut.status, 400);
-    assert.match(cut.text, /The request could not be understood\./);
-    const noBoundary = await user.postBody("/account/openpgp", "multipart/form-data", "x");
-    assert.equal(noBoundary.status, 400);
-    assert.match(noBoundary.text, /The request could not be understood\./);
+    assert.equal(fieldError(over.text, "keyFile"), "The key is too large.");
     const { publicKey } = await openpgp.generateKey({ userIDs: [{ email: "ivy@example.org" }] });
-    const good = await post([
+    const good = await send(user, "/account/openpgp", "/account/openpgp", [
       email,
-      { name: "keyText", value: "" },
-      { name: "keyFile", value: publicKey, filename: "k.asc" },
+      noText,
+      file("keyFile", publicKey),
     ]);
     assert.equal(good.status, 303, good.text);
     assert.equal((await service.services.openPgpKeys.get("ivy@example.org")).email, "ivy@example.org");
