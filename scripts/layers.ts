@@ -37,7 +37,8 @@ export const layers: Record<string, string[]> = {
   "background.ts": ["services.ts", ...belowWiring],
   "services.ts": belowWiring,
   admin: ["jobs", ...services, ...bottom],
-  import: [...services, ...bottom],
+  // The bulk import creates users as the caller's actor, through the admin services (audit log).
+  import: ["admin", ...services, ...bottom],
   jobs: [...services, ...bottom],
   openpgp: neighbours,
   tokens: neighbours,

@@ -241,6 +241,37 @@ describe("POST /api/admin/users/import", () => {
     );
   });
 
+  test("a CSV list of more users than a request takes, or one that cannot be read: 422 naming why, nothing created", async () => {
+    const csv = (text: string) =>
+      service.request("POST", "/api/admin/users/import", {
+        token: admin,
+        body: text,
+        headers: { "content-type": "text/csv" },
+      });
+    const many = await csv(
+      `email\r\n${Array.from({ length: 1001 }, (_, i) => `many${i}@example.org\r\n`).join("")}`,
+    );
+    assert.equal(many.status, 422, many.text);
+    assert.equal(
+      many.text,
+      '{"message":"users: at most 1000 per request; use bin/console app:users:import for more"}',
+    );
+    const unclosed = await csv('email\r\nok@example.org\r\n"open@example.org\r\n');
+    assert.equal(unclosed.status, 422, unclosed.text);
+    assert.equal(
+      unclosed.text,
+      '{"message":"1 of 0 lines cannot be imported; nothing was created","lines":[{"line":3,"email":"","problems":["line 3: a quoted field is not closed"]}]}',
+    );
+    const header = await csv("mail\r\nok@example.org\r\n");
+    assert.equal(header.status, 422, header.text);
+    assert.match(header.body.lines[0].problems[0], /^unknown columns "mail"/);
+    for (const address of ["many0@example.org", "ok@example.org"])
+      assert.equal(
+        (await service.request("GET", `/api/admin/users/${address}`, { token: admin })).status,
+        404,
+      );
+  });
+
   test("a JSON list: the users, the passwords made and the recovery tokens, once", async () => {
     const res = await service.request("POST", "/api/admin/users/import", {
       token: admin,

@@ -1,16 +1,12 @@
 import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
 import type { Command } from "commander";
 import { consoleActor } from "../accounts/admin-scope.ts";
-import type { CreateAliasInput } from "../accounts/aliases.ts";
-import type { CreateUserInput } from "../accounts/users.ts";
 import {
-  checkProvisioning,
   credentialsHeader,
   credentialsLine,
   exportUsersCsv,
   formatProblems,
-  inputsFromCsv,
-  provisionUsers,
+  importUsers,
 } from "../import/bulk-users.ts";
 import { out, UsageError, withServices } from "./context.ts";
 
@@ -40,40 +36,38 @@ export function provisioningCommands(program: Command): void {
           `--csv: cannot read ${options.csv}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
         );
       }
-      const parsed = inputsFromCsv(text);
       await withServices(async (s) => {
-        const checked =
-          parsed.problems.length > 0 && parsed.inputs.length === 0
-            ? { lines: [], problems: [] }
-            : await checkProvisioning(s.database.db, parsed.inputs);
-        const problems = [...parsed.problems, ...checked.problems].sort((a, b) => a.line - b.line);
-        if (problems.length > 0) {
-          for (const line of formatProblems(problems)) process.stderr.write(`${line}\n`);
-          throw new UsageError(
-            `${problems.length} of ${parsed.inputs.length} lines cannot be imported; nothing was created`,
-          );
-        }
-        if (options.dryRun)
-          return out(`${checked.lines.length} users can be imported (dry run, nothing written).`);
-        // The file holds secrets: made new (never over another file), readable by its owner only.
-        let fd: number;
+        let fd: number | undefined;
         try {
-          fd = openSync(options.output as string, "wx", 0o600);
-        } catch (error) {
-          throw new UsageError(
-            `--output: cannot create ${options.output}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
-          );
-        }
-        try {
-          writeSync(fd, `${credentialsHeader}\r\n`);
           // As app:user:create and app:alias:create do it: the console's reach, the audit log.
-          const actions = {
-            createUser: (input: CreateUserInput) => s.admin.users.create(consoleActor, input),
-            createAlias: (input: CreateAliasInput) => s.admin.aliases.create(consoleActor, input),
-          };
-          const result = await provisionUsers(actions, checked.lines, (user) => {
-            writeSync(fd, `${credentialsLine(user)}\r\n`);
-          });
+          const result = await importUsers(
+            { db: s.database.db, admin: s.admin },
+            consoleActor,
+            { csv: text },
+            {
+              dryRun: options.dryRun === true,
+              // The file holds secrets: made new (never over another file), readable by its owner only.
+              beforeCreating: () => {
+                try {
+                  fd = openSync(options.output as string, "wx", 0o600);
+                } catch (error) {
+                  throw new UsageError(
+                    `--output: cannot create ${options.output}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+                  );
+                }
+                writeSync(fd, `${credentialsHeader}\r\n`);
+              },
+              onCreated: (user) => {
+                writeSync(fd as number, `${credentialsLine(user)}\r\n`);
+              },
+            },
+          );
+          if (result.outcome === "refused") {
+            for (const line of formatProblems(result.lines)) process.stderr.write(`${line}\n`);
+            throw new UsageError(result.message);
+          }
+          if (options.dryRun)
+            return out(`${result.checked} users can be imported (dry run, nothing written).`);
           for (const line of formatProblems(result.failed)) process.stderr.write(`${line}\n`);
           const aliases = result.created.reduce((n, u) => n + u.aliases.length, 0);
           out(
@@ -81,7 +75,7 @@ export function provisioningCommands(program: Command): void {
           );
           if (result.failed.length > 0) process.exitCode = 2;
         } finally {
-          closeSync(fd);
+          if (fd !== undefined) closeSync(fd);
         }
       });
     });

@@ -1,11 +1,12 @@
 import { randomInt } from "node:crypto";
 import type { Kysely } from "kysely";
 import { newAddressProblem, parseNewAddress } from "../accounts/addresses.ts";
-import type { CreateAliasInput } from "../accounts/aliases.ts";
+import type { Actor } from "../accounts/admin-scope.ts";
 import { domainNotFound } from "../accounts/domains.ts";
 import { checkPasswordShape } from "../accounts/password-policy.ts";
 import { isActiveUser, managedDomain } from "../accounts/queries.ts";
-import { type CreateUserInput, checkQuota } from "../accounts/users.ts";
+import { checkQuota } from "../accounts/users.ts";
+import type { AdminService } from "../admin/service.ts";
 import type { Database } from "../db/schema.ts";
 import { ServiceError } from "../errors.ts";
 import { CsvError, csvLine, parseCsv } from "./csv.ts";
@@ -14,9 +15,10 @@ import { CsvError, csvLine, parseCsv } from "./csv.ts";
  * Bulk provisioning (`app:users:import --csv`, `POST /api/admin/users/import`): many users at once,
  * each with an optional password (none: a random one), quota, MailCrypt choice and aliases. The
  * whole list is checked before anything is written, and every bad line is reported at once; then
- * each user and alias is created as one at a time is: the caller passes the admin services'
- * creations (the actor's reach, the audit log, `user.created`). The passwords made here and the recovery tokens go
- * back to the caller once, to be handed to the users.
+ * each user and alias is created as one at a time is, through the admin services (the actor's
+ * reach, the audit log, `user.created`). The passwords made here and the recovery tokens go back to
+ * the caller once, to be handed to the users. `importUsers` is the whole flow; the console and the
+ * admin API only read their input and show its outcome.
  */
 
 export const provisioningColumns = ["email", "password", "quota", "mailCrypt", "aliases"] as const;
@@ -68,7 +70,7 @@ export function randomPassword(length = 20): string {
 }
 
 /** The lines of a CSV list with a header naming its columns (`email` required, the others optional). */
-export function inputsFromCsv(text: string): { inputs: ProvisioningInput[]; problems: LineProblem[] } {
+function inputsFromCsv(text: string): { inputs: ProvisioningInput[]; problems: LineProblem[] } {
   let records: ReturnType<typeof parseCsv>;
   try {
     records = parseCsv(text);
@@ -112,7 +114,7 @@ export function inputsFromCsv(text: string): { inputs: ProvisioningInput[]; prob
 }
 
 /** The lines of a JSON list: `{"users": [...]}` or the array itself, line = position from 1. */
-export function inputsFromJson(value: unknown): { inputs: ProvisioningInput[]; problems: LineProblem[] } {
+function inputsFromJson(value: unknown): { inputs: ProvisioningInput[]; problems: LineProblem[] } {
   const list = Array.isArray(value) ? value : (value as { users?: unknown } | null)?.users;
   if (!Array.isArray(list))
     return {
@@ -176,7 +178,7 @@ const problemOf = (error: unknown): string => {
  * still free, password policy, quota) and against the other lines (an address twice). Nothing is
  * written. Lines with problems are all reported; the others come back ready to create.
  */
-export async function checkProvisioning(
+async function checkProvisioning(
   db: Kysely<Database>,
   inputs: ProvisioningInput[],
 ): Promise<{ lines: ProvisioningLine[]; problems: LineProblem[] }> {
@@ -266,16 +268,14 @@ export async function checkProvisioning(
 
 /**
  * Creates the checked lines, a few at a time (each creation spends its Argon2 work on the crypto
- * pool). `onCreated` hears of each user as soon as it exists, so its credentials can be written
- * down before the next is made. A line that fails now (taken meanwhile) is reported, the rest go on.
+ * pool), as the actor would one at a time (app:user:create, POST /api/admin/users and their alias
+ * counterparts): the actor's reach, the audit log. `onCreated` hears of each user as soon as it
+ * exists, so its credentials can be written down before the next is made. A line that fails now
+ * (taken meanwhile) is reported, the rest go on.
  */
-export interface ProvisioningActions {
-  createUser(input: CreateUserInput): Promise<{ recoveryToken: string | null }>;
-  createAlias(input: CreateAliasInput): Promise<unknown>;
-}
-
-export async function provisionUsers(
-  actions: ProvisioningActions,
+async function provisionUsers(
+  admin: AdminService,
+  actor: Actor,
   lines: ProvisioningLine[],
   onCreated: (user: ProvisionedUser) => void | Promise<void> = () => {},
   concurrency = 2,
@@ -289,7 +289,7 @@ export async function provisionUsers(
       const password = line.password ?? randomPassword();
       let recoveryToken: string | null;
       try {
-        ({ recoveryToken } = await actions.createUser({
+        ({ recoveryToken } = await admin.users.create(actor, {
           email: line.email,
           password,
           quota: line.quota,
@@ -309,7 +309,7 @@ export async function provisionUsers(
       const aliasProblems: string[] = [];
       for (const source of line.aliases) {
         try {
-          await actions.createAlias({ source, owner: line.email });
+          await admin.aliases.create(actor, { source, owner: line.email });
           user.aliases.push(source);
         } catch (error) {
           aliasProblems.push(`alias ${source}: ${problemOf(error)}`);
@@ -325,6 +325,78 @@ export async function provisionUsers(
   created.sort((a, b) => a.line - b.line);
   failed.sort((a, b) => a.line - b.line);
   return { created, failed };
+}
+
+/** A list to import: CSV text (the console's file, the API's `text/csv`) or JSON values (the API's JSON). */
+export type UserImportList = { csv: string } | { json: unknown };
+
+export interface UserImportOptions {
+  /** The most users one import takes (the admin API's limit per request); none: any number. */
+  maxUsers?: number;
+  /** Only check the list: nothing is created. */
+  dryRun?: boolean;
+  /** Once the list has passed its check, before the first user is made (the console creates its credentials file here). */
+  beforeCreating?: () => void | Promise<void>;
+  /** Each user as soon as it exists, with its credentials. */
+  onCreated?: (user: ProvisionedUser) => void | Promise<void>;
+}
+
+interface ImportServices {
+  db: Kysely<Database>;
+  admin: AdminService;
+}
+
+/** What an import did: refused as a whole (nothing created), or created the users it could. */
+export type UserImportOutcome =
+  /** More users than `maxUsers`; nothing was checked or created. */
+  | { outcome: "too_many"; users: number; max: number }
+  /** Lines with problems, every problem of each; nothing was created. */
+  | { outcome: "refused"; message: string; lines: LineProblem[] }
+  /** `checked` lines passed; without `dryRun` they were created but for the `failed` ones. */
+  | { outcome: "imported"; checked: number; created: ProvisionedUser[]; failed: LineProblem[] };
+
+/**
+ * The bulk import, for every surface: parse the list, check every line (nothing is written while
+ * any line is bad), then create each user and its aliases as `actor` through the admin services.
+ */
+export async function importUsers(
+  services: ImportServices,
+  actor: Actor,
+  list: UserImportList,
+  options: UserImportOptions & { maxUsers: number },
+): Promise<UserImportOutcome>;
+/** Without a limit, an import is never refused for its size. */
+export async function importUsers(
+  services: ImportServices,
+  actor: Actor,
+  list: UserImportList,
+  options?: Omit<UserImportOptions, "maxUsers">,
+): Promise<Exclude<UserImportOutcome, { outcome: "too_many" }>>;
+export async function importUsers(
+  { db, admin }: ImportServices,
+  actor: Actor,
+  list: UserImportList,
+  options: UserImportOptions = {},
+): Promise<UserImportOutcome> {
+  const parsed = "csv" in list ? inputsFromCsv(list.csv) : inputsFromJson(list.json);
+  if (options.maxUsers !== undefined && parsed.inputs.length > options.maxUsers)
+    return { outcome: "too_many", users: parsed.inputs.length, max: options.maxUsers };
+  // A list that could not be read at all (no header, an unclosed quote) has no lines to check.
+  const checked =
+    parsed.problems.length > 0 && parsed.inputs.length === 0
+      ? { lines: [], problems: [] }
+      : await checkProvisioning(db, parsed.inputs);
+  const problems = [...parsed.problems, ...checked.problems].sort((a, b) => a.line - b.line);
+  if (problems.length > 0)
+    return {
+      outcome: "refused",
+      message: `${problems.length} of ${parsed.inputs.length} lines cannot be imported; nothing was created`,
+      lines: problems,
+    };
+  if (options.dryRun) return { outcome: "imported", checked: checked.lines.length, created: [], failed: [] };
+  await options.beforeCreating?.();
+  const result = await provisionUsers(admin, actor, checked.lines, options.onCreated);
+  return { outcome: "imported", checked: checked.lines.length, ...result };
 }
 
 /** The credentials file's header and lines: what the operator hands to each user. */

@@ -58,20 +58,34 @@ export class WebClient {
     form.append("_csrf", this.#csrf);
     for (const [name, value] of Object.entries(fields)) form.append(name, value);
     form.append(file.name, new Blob([file.text], { type: "text/plain" }), file.filename);
-    const headers: Record<string, string> = {};
+    return this.#post(path, form);
+  }
+
+  /** A body as given, with its content type (a hand-made multipart form, good or broken). */
+  postBody(path: string, contentType: string, body: string | Uint8Array) {
+    return this.#post(path, body, contentType);
+  }
+
+  async #post(path: string, body: FormData | string | Uint8Array, contentType?: string) {
+    const headers: Record<string, string> = contentType ? { "content-type": contentType } : {};
     if (this.#cookies.size > 0)
       headers.cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join("; ");
     const response = await fetch(`${this.#url}${path}`, {
       method: "POST",
       headers,
       redirect: "manual",
-      body: form,
+      body,
     });
     return {
       status: response.status,
       location: response.headers.get("location"),
       text: await response.text(),
     };
+  }
+
+  /** The CSRF token of the last page seen. */
+  get csrf(): string {
+    return this.#csrf;
   }
 
   async signIn(email: string, password = defaultPassword) {

@@ -4,13 +4,7 @@ import type { Kysely } from "kysely";
 import { Type } from "typebox";
 import type { AdminService } from "../../admin/service.ts";
 import type { Database } from "../../db/schema.ts";
-import {
-  checkProvisioning,
-  inputsFromCsv,
-  inputsFromJson,
-  type LineProblem,
-  provisionUsers,
-} from "../../import/bulk-users.ts";
+import { importUsers } from "../../import/bulk-users.ts";
 import { actorOf } from "./actor.ts";
 import { adminErrors, adminRoute, OrNull } from "./input.ts";
 
@@ -181,30 +175,19 @@ export async function userImportRoutes(
     },
     async (request, reply) => {
       const body: unknown = request.body;
-      const parsed = typeof body === "string" ? inputsFromCsv(body) : inputsFromJson(body);
-      if (parsed.inputs.length > maxImportUsers)
-        return reply.code(422).send({
-          message: `users: at most ${maxImportUsers} per request; use bin/console app:users:import for more`,
-        });
-      const checked =
-        parsed.problems.length > 0 && parsed.inputs.length === 0
-          ? { lines: [], problems: [] as LineProblem[] }
-          : await checkProvisioning(db, parsed.inputs);
-      const problems = [...parsed.problems, ...checked.problems].sort((a, b) => a.line - b.line);
-      if (problems.length > 0)
-        return reply.code(422).send({
-          message: `${problems.length} of ${parsed.inputs.length} lines cannot be imported; nothing was created`,
-          lines: problems,
-        });
       // As POST /api/admin/users and /api/admin/aliases do it: the token's reach, the audit log.
-      const actor = actorOf(request);
-      const result = await provisionUsers(
-        {
-          createUser: (input) => admin.users.create(actor, input),
-          createAlias: (input) => admin.aliases.create(actor, input),
-        },
-        checked.lines,
+      const result = await importUsers(
+        { db, admin },
+        actorOf(request),
+        typeof body === "string" ? { csv: body } : { json: body },
+        { maxUsers: maxImportUsers },
       );
+      if (result.outcome === "too_many")
+        return reply.code(422).send({
+          message: `users: at most ${result.max} per request; use bin/console app:users:import for more`,
+        });
+      if (result.outcome === "refused")
+        return reply.code(422).send({ message: result.message, lines: result.lines });
       return { users: result.created, failed: result.failed };
     },
   );

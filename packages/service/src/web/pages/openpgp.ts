@@ -1,4 +1,3 @@
-import multipart, { type MultipartFile, type MultipartValue } from "@fastify/multipart";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { formatDateTime } from "../../i18n/dates.ts";
 import { notOwnIdentity } from "../../openpgp/identities.ts";
@@ -14,6 +13,7 @@ import { notSpam } from "../guards.ts";
 import { confirmPassword } from "../password-confirmation.ts";
 import { refusalOnField } from "../refusals.ts";
 import { errorPage, render } from "../render.ts";
+import { acceptUploads, uploadOf } from "../uploads.ts";
 
 type Form = Record<string, string | undefined>;
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
@@ -27,9 +27,6 @@ interface UploadForm {
   /** A field cut at the size limit. */
   truncated: boolean;
 }
-
-/** The upload form of a multipart request, as the preValidation hook read it. */
-const uploadForms = new WeakMap<FastifyRequest, UploadForm>();
 
 /** `/account/openpgp`: the user's keys for WKD; upload (file or pasted text) and deletion (password). */
 export async function openPgpPages(app: FastifyInstance, services: WebServices) {
@@ -64,55 +61,15 @@ export async function openPgpPages(app: FastifyInstance, services: WebServices) 
   // The upload reads multipart bodies: the parser is registered in a scope of its own, so no
   // other page accepts them. Files are held in memory up to the importer's own limit.
   await app.register(async (scope) => {
-    await scope.register(multipart, {
-      attachFieldsToBody: true,
-      throwFileSizeLimit: false,
-      limits: {
-        fileSize: maxKeyUploadBodyBytes,
-        fieldSize: maxKeyUploadBodyBytes,
-        files: 1,
-        fields: 8,
-        parts: 10,
-      },
-      onFile: async (part: MultipartFile) => {
-        const data = await part.toBuffer();
-        (part as MultipartFile & { value: unknown }).value = {
-          data,
-          truncated: part.file.truncated,
-          named: part.filename !== "",
-        };
-      },
-    });
-    // The parts as plain values (the CSRF check reads `_csrf` from the body), sizes remembered.
-    scope.addHook("preValidation", async (request) => {
-      if (!request.isMultipart()) return;
-      const parts = (request.body ?? {}) as Record<string, MultipartValue | MultipartFile | unknown>;
-      const body: Record<string, string> = {};
-      const form: UploadForm = { email: "", keyText: "", keyFile: null, truncated: false };
-      for (const [name, part] of Object.entries(parts)) {
-        if (typeof part !== "object" || part === null || Array.isArray(part)) continue;
-        const entry = part as { type?: string; value?: unknown; valueTruncated?: boolean };
-        if (entry.type === "field" && typeof entry.value === "string") {
-          body[name] = entry.value;
-          if (entry.valueTruncated) form.truncated = true;
-        } else if (entry.type === "file" && name === "keyFile") {
-          const file = entry.value as { data: Buffer; truncated: boolean; named: boolean };
-          if (file.named || file.data.length > 0)
-            form.keyFile = { data: file.data, truncated: file.truncated };
-        }
-      }
-      form.email = text(body.email);
-      form.keyText = text(body.keyText);
-      request.body = body;
-      uploadForms.set(request, form);
-    });
+    await acceptUploads(scope, maxKeyUploadBodyBytes);
 
     scope.post<{ Body: Form }>("/account/openpgp", posted, async (request, reply) => {
-      const form: UploadForm = uploadForms.get(request) ?? {
+      const upload = uploadOf(request);
+      const form: UploadForm = {
         email: text(request.body?.email),
         keyText: text(request.body?.keyText),
-        keyFile: null,
-        truncated: false,
+        keyFile: upload?.file?.field === "keyFile" ? upload.file : null,
+        truncated: upload?.truncated ?? false,
       };
       const values = { email: form.email, keyText: form.keyText };
       const hasText = form.keyText.trim() !== "";
