@@ -22,7 +22,7 @@ export async function confirmPassword(
   if (check.kind === "throttled") {
     reply.header("retry-after", String(check.retryAfter));
     return {
-      errors: { [field]: { key: "login.throttled", params: { seconds: check.retryAfter } } },
+      errors: { [field]: { key: "login.throttled", params: { count: check.retryAfter } } },
       status: 429,
     };
   }

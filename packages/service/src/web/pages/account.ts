@@ -151,7 +151,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     });
     if (check.kind === "throttled") {
       reply.header("retry-after", String(check.retryAfter));
-      return retry({ password: { key: "login.throttled", params: { seconds: check.retryAfter } } });
+      return retry({ password: { key: "login.throttled", params: { count: check.retryAfter } } });
     }
     if (check.kind === "unknown" || check.kind === "wrong_password")
       return retry({ password: { key: "password.wrong" } });
