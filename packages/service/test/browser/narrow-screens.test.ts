@@ -134,6 +134,11 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
     checked.add(path.split("?")[0] ?? path);
   };
   const at = (address: string) => encodeURIComponent(address);
+  /** Ticks "I have stored …" under what is shown once (a token, backup codes) and goes on. */
+  const acknowledge = async (page: Page, stored: RegExp) => {
+    await page.getByLabel(stored).check();
+    await page.getByRole("button", { name: "Continue" }).click();
+  };
 
   test("the public pages, the sign-in, the recovery, the registration with an invite code", async () => {
     const { context, page } = await newContextPage(browser, { width });
@@ -171,8 +176,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
     await page.getByRole("button", { name: "Set new password" }).click();
     await page.locator("#recovery-token").waitFor();
     await fits(page, "/recovery/reset (the new token)");
-    await page.getByLabel(/I have stored the recovery token/).check();
-    await page.getByRole("button", { name: "Continue" }).click();
+    await acknowledge(page, /I have stored the recovery token/);
     await page.waitForURL(/\/recovery\/done|\/login|\/account/);
     await fits(page, "after the recovery");
     await context.close();
@@ -191,8 +195,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
     await visitor.page.getByRole("button", { name: "Register" }).click();
     await visitor.page.locator("#recovery-token").waitFor();
     await fits(visitor.page, "/register (the recovery token)");
-    await visitor.page.getByLabel(/I have stored the recovery token/).check();
-    await visitor.page.getByRole("button", { name: "Continue" }).click();
+    await acknowledge(visitor.page, /I have stored the recovery token/);
     await visitor.page.waitForURL(`${service.url}/register/welcome`);
     await fits(visitor.page);
     noneOverflowed();
@@ -250,8 +253,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
     await second.page.getByRole("button", { name: "Turn on" }).click();
     await second.page.locator("#backup-codes").waitFor();
     await fits(second.page, "/account/twofactor (the backup codes)");
-    await second.page.getByLabel(/I have stored the backup codes/).check();
-    await second.page.getByRole("button", { name: "Continue" }).click();
+    await acknowledge(second.page, /I have stored the backup codes/);
     await second.page.waitForURL(`${service.url}/account/twofactor`);
     await fits(second.page, "/account/twofactor on");
     await signOutOnPage(second.page);
