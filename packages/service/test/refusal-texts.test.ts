@@ -19,7 +19,7 @@ import "../src/services.ts";
  * the pages say how long to wait, the API says it in the Retry-After header.
  */
 const paramsBeyondApiText: Readonly<Record<string, readonly string[]>> = {
-  "sign_in.throttled": ["retryAfter"],
+  "sign_in.throttled": ["retryAfter", "count"],
 };
 
 const placeholders = (text: string): string[] =>
@@ -63,7 +63,7 @@ test("every declared refusal has its text in every language, naming only its par
     const key = `refusal.${definition.code}` as MessageKey;
     const params = parametersOf(definition);
     for (const locale of locales) {
-      const text = translator(locale)(key) as string | undefined;
+      const text = translator(locale)(key, { count: 2 }) as string | undefined;
       if (text === undefined) {
         problems.push(`${locale}: ${key} is missing`);
         continue;

@@ -143,7 +143,7 @@ describe("admin area: the actions of each page", () => {
     );
     assert.equal(answer.status, 303, answer.text);
     const after = await admin.get("/admin/reserved-names");
-    assert.match(after.text, /2 names imported, 1 already reserved, 1 lines were no names/);
+    assert.match(after.text, /Names imported: 2\. Already reserved: 1\. Lines that were no names: 1\./);
     const exported = await admin.get("/admin/reserved-names/export");
     assert.equal(exported.status, 200);
     assert.equal(exported.text, "abuse\nhostmaster\npostmaster\nsecurity\nwebmaster\n");

@@ -4,6 +4,7 @@ import { adminSystem } from "./areas/admin-system.ts";
 import { adminUsers } from "./areas/admin-users.ts";
 import { aliases } from "./areas/aliases.ts";
 import { common } from "./areas/common.ts";
+import type { Message } from "./areas/define.ts";
 import { init } from "./areas/init.ts";
 import { mail } from "./areas/mail.ts";
 import { openpgp } from "./areas/openpgp.ts";
@@ -41,32 +42,56 @@ const areas = [
   refusals,
 ] as const;
 
-type KeysOf<A> = A extends { en: Record<infer K, string> } ? K : never;
+type KeysOf<A> = A extends { en: infer E } ? keyof E & string : never;
 export type MessageKey = KeysOf<(typeof areas)[number]>;
+type PluralKeysOf<A> = A extends { en: infer E }
+  ? { [K in keyof E]: E[K] extends string ? never : K }[keyof E] & string
+  : never;
+/** The keys of texts with plural forms: they need a `count`. */
+export type PluralKey = PluralKeysOf<(typeof areas)[number]>;
 
-function merge(locale: Locale): Record<MessageKey, string> {
-  const merged: Record<string, string> = {};
+function merge(locale: Locale): Record<MessageKey, Message<Locale>> {
+  const merged: Record<string, Message<Locale>> = {};
   for (const messages of areas) {
     for (const [key, text] of Object.entries(messages[locale])) {
       if (Object.hasOwn(merged, key)) throw new Error(`message key ${key} is defined by two areas`);
       merged[key] = text;
     }
   }
-  return merged as Record<MessageKey, string>;
+  return merged as Record<MessageKey, Message<Locale>>;
 }
 
-const catalogue: Record<Locale, Record<MessageKey, string>> = { en: merge("en"), de: merge("de") };
+const catalogue: Record<Locale, Record<MessageKey, Message<Locale>>> = { en: merge("en"), de: merge("de") };
+
+/** Every message of a locale as the areas define it (plain texts and plural forms), for the tests. */
+export const messagesOf = (locale: Locale): Readonly<Record<MessageKey, Message<Locale>>> =>
+  catalogue[locale];
 
 export const isLocale = (value: unknown): value is Locale =>
   typeof value === "string" && (locales as readonly string[]).includes(value);
 
-export type Translate = (key: MessageKey, params?: Record<string, string | number>) => string;
+export type Params = Record<string, string | number>;
+export type Translate = <K extends MessageKey>(
+  key: K,
+  ...params: K extends PluralKey ? [params: Params & { count: number }] : [params?: Params]
+) => string;
 
-/** `{name}` placeholders are replaced by the params; the result is text, escaped where it is used. */
+/**
+ * `{name}` placeholders are replaced by the params; the result is text, escaped where it is used.
+ * A plural text takes the form `Intl.PluralRules` chooses for its `count` in the locale.
+ */
 export function translator(locale: Locale): Translate {
   const messages = catalogue[locale];
-  return (key, params) => {
-    const text = messages[key];
+  const plurals = new Intl.PluralRules(locale);
+  return (key, ...[params]: [Params?]) => {
+    const message: Message<Locale> | undefined = messages[key];
+    let text = message as string;
+    if (typeof message === "object") {
+      const count = params?.count;
+      // A plural text without its number is a bug of the caller, not something to guess.
+      if (typeof count !== "number") throw new Error(`message ${key} needs a numeric count`);
+      text = (message as Record<string, string>)[plurals.select(count)] ?? message.other;
+    }
     if (!params) return text;
     return text.replace(/\{(\w+)\}/g, (whole, name: string) =>
       Object.hasOwn(params, name) ? String(params[name]) : whole,

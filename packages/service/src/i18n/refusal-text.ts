@@ -13,5 +13,7 @@ export function refusalText(error: ServiceError): {
   const params: Record<string, string | number> = {};
   for (const [name, value] of Object.entries(error.params))
     if (typeof value === "string" || typeof value === "number") params[name] = value;
+  // A wait is said in seconds, in the plural form its number takes.
+  if (error.kind === "throttled" && typeof params.retryAfter === "number") params.count = params.retryAfter;
   return { key: `refusal.${error.definition.code}` as MessageKey, params };
 }

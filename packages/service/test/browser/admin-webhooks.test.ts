@@ -211,7 +211,7 @@ describe("web: the admin area, webhooks, tokens and maintenance (real Chromium)"
     assert.match(await page.locator("#job-result").innerText(), /would delete 1, keep 1 exempt/);
     assert.equal((await users.get("sleepy@example.org")).deleted, false, "the dry run wrote nothing");
     await clean("the dry run");
-    await page.getByRole("button", { name: "Remove these 1 users now" }).click();
+    await page.getByRole("button", { name: "Remove this 1 user now" }).click();
     assert.match(await page.locator("#job-result").innerText(), /deleted 1/);
     assert.equal((await users.get("sleepy@example.org")).deleted, true);
     await page.getByRole("button", { name: "Run now prune-webhook-deliveries" }).click();

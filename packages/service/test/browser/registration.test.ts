@@ -210,7 +210,7 @@ describe("web: registration with an invite code, and invite codes (real Chromium
     await page.getByRole("link", { name: "Invite codes" }).click();
     await page.waitForURL(`${service.url}/account/voucher`);
     assert.match(await page.locator("main").innerText(), /You have no unused invite codes\./);
-    assert.match(await page.locator("main").innerText(), /You can get 3 invite code\(s\) now\./);
+    assert.match(await page.locator("main").innerText(), /You can get 3 invite codes now\./);
     assert.deepEqual(await seriousViolations(page), []);
     await page.reload();
     assert.equal(
@@ -220,7 +220,7 @@ describe("web: registration with an invite code, and invite codes (real Chromium
     );
     await page.getByRole("button", { name: "Get my invite codes" }).click();
     await page.waitForURL(`${service.url}/account/voucher`);
-    assert.match(await page.locator(".flash").innerText(), /You got 3 new invite code\(s\)\./);
+    assert.match(await page.locator(".flash").innerText(), /You got 3 new invite codes\./);
     const links = await page.locator("td a").allInnerTexts();
     assert.equal(links.length, 3);
     for (const link of links) assert.match(link, new RegExp(`^${service.url}/register/[0-9A-Za-z]{6}$`));

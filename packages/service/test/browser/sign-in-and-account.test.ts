@@ -84,7 +84,7 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
     await signInOnPage(page, service.url, "bob@example.org", password, { expect: "none" });
     assert.match(
       await page.locator(".error").innerText(),
-      /Too many failed sign-ins\. Please wait \d+ seconds/,
+      /Too many failed sign-ins\. Please wait \d+ seconds?/,
     );
     assert.equal(page.url(), `${service.url}/login`);
     await context.close();

@@ -51,6 +51,26 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: `${dir}/${name}.png`, fullPage: true });
 }
 
+/**
+ * How far the page scrolls sideways (0 when it fits the window), and the innermost elements that
+ * reach past the window's right edge (outside scrolling boxes such as .table-wrap), to name them.
+ */
+export async function sidewaysOverflow(page: Page): Promise<{ overflow: number; culprits: string[] }> {
+  return page.evaluate(`(() => {
+    const width = window.innerWidth;
+    const scrolls = (el) => el !== document.documentElement && el !== document.body && /auto|scroll|hidden/.test(getComputedStyle(el).overflowX);
+    const inScrollBox = (el) => { for (let up = el.parentElement; up; up = up.parentElement) if (scrolls(up)) return true; return false; };
+    const overflows = (el) => el.getBoundingClientRect().right > width + 0.5 || (el.scrollWidth > el.clientWidth + 1 && !scrolls(el));
+    const wide = [...document.body.querySelectorAll("*")].filter((el) => overflows(el) && !inScrollBox(el));
+    const innermost = wide.filter((el) => !wide.some((other) => other !== el && el.contains(other)));
+    const name = (el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className && typeof el.className === "string" ? "." + el.className.trim().split(/\\s+/).join(".") : "");
+    return {
+      overflow: document.documentElement.scrollWidth - width,
+      culprits: innermost.slice(0, 5).map((el) => name(el) + ' "' + (el.textContent || "").trim().slice(0, 40) + '"'),
+    };
+  })()`);
+}
+
 /** A browser context of its own (its own cookies, so its own session) and its one page. */
 export interface ContextPage {
   context: BrowserContext;

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, RouteOptions } from "fastify";
 import { CryptoPool } from "../../src/credentials/crypto-pool.ts";
 import { openDatabase } from "../../src/db/database.ts";
 import { migrateToLatest } from "../../src/db/migrate.ts";
@@ -48,6 +48,8 @@ export interface StartOptions {
   pwnedPasswordsUrl?: string;
   /** Extra options for createServices (the e-mail relay, clocks). */
   serviceOptions?: ServiceOptions;
+  /** Told of every route the web interface registers (for a test that visits every page). */
+  onWebRoute?: (route: RouteOptions) => void;
 }
 
 export async function startService(options: StartOptions = {}): Promise<TestService> {
@@ -63,7 +65,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
     services,
     metricsToken: options.metricsToken ?? null,
     userliCompat: options.userliCompat ?? false,
-    ...(options.web ? { web: { plugin: webInterface, notFound: notFoundPage } } : {}),
+    ...(options.web ? { web: { plugin: webPlugin(options.onWebRoute), notFound: notFoundPage } } : {}),
   });
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
 
@@ -106,3 +108,11 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
     },
   };
 }
+
+/** The web interface, with its routes reported to `onWebRoute` when a test asks for them. */
+const webPlugin =
+  (onWebRoute?: (route: RouteOptions) => void): typeof webInterface =>
+  async (scope, services) => {
+    if (onWebRoute) scope.addHook("onRoute", onWebRoute);
+    await webInterface(scope, services);
+  };

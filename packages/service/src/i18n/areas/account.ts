@@ -28,8 +28,11 @@ export const account = area({
     "password.changed": "Your new password is now active. Your other sessions have been signed out.",
     "password.submit": "Change password",
     "sessions.title": "Sessions",
-    "sessions.intro":
-      "You are signed in on {count} device(s). Signing out everywhere ends every session, this one included.",
+    "sessions.intro": {
+      one: "You are signed in on {count} device. Signing out everywhere ends every session, this one included.",
+      other:
+        "You are signed in on {count} devices. Signing out everywhere ends every session, this one included.",
+    },
     "sessions.signOutEverywhere": "Sign out everywhere",
     "delete.title": "Delete account",
     "delete.warning":
@@ -75,8 +78,10 @@ export const account = area({
     "password.changed": "Dein neues Passwort ist jetzt aktiv. Deine anderen Sitzungen wurden abgemeldet.",
     "password.submit": "Passwort ändern",
     "sessions.title": "Sitzungen",
-    "sessions.intro":
-      "Du bist auf {count} Gerät(en) angemeldet. „Überall abmelden“ beendet jede Sitzung, auch diese.",
+    "sessions.intro": {
+      one: "Du bist auf {count} Gerät angemeldet. „Überall abmelden“ beendet jede Sitzung, auch diese.",
+      other: "Du bist auf {count} Geräten angemeldet. „Überall abmelden“ beendet jede Sitzung, auch diese.",
+    },
     "sessions.signOutEverywhere": "Überall abmelden",
     "delete.title": "Konto löschen",
     "delete.warning":

@@ -7,7 +7,7 @@ import { area } from "./define.ts";
 export const adminSystem = area({
   en: {
     "admin.domains.title": "Domains",
-    "admin.domains.count": "{count} domains.",
+    "admin.domains.count": { one: "{count} domain.", other: "{count} domains." },
     "admin.domains.name": "Domain name",
     "admin.domains.nameHint": "Lower-case; an international name in its xn-- form.",
     "admin.domains.new": "New domain",
@@ -32,17 +32,17 @@ export const adminSystem = area({
     "admin.domains.deleteTitle": "Delete the domain {name}?",
     "admin.domains.deleteQuestion": "The domain {name} will no longer be managed here.",
     "admin.domains.deleteQuestionForce":
-      "The domain {name} still has {users} active users and {aliases} active aliases. Deleting it deletes them too, each as a user deletion (with its webhooks); this cannot be undone.",
+      "The domain {name} still has active users or aliases (counted below). Deleting it deletes them too, each as a user deletion (with its webhooks); this cannot be undone.",
     "admin.domains.countUsers": "Active users: {n}",
     "admin.domains.countAliases": "Active aliases: {n}",
     "admin.domains.countInviteCodes": "Invite codes: {n}",
     "admin.domains.countKeys": "OpenPGP keys: {n}",
-    "admin.domains.force": "Yes, also delete its {users} users and {aliases} aliases",
+    "admin.domains.force": "Yes, also delete its active users and aliases",
     "admin.domains.forceNeeded": "The domain still holds users or aliases: confirm that they go too.",
     "admin.domains.ownDomain": "This domain holds your own account; delete it from another admin account.",
     "admin.domains.deleted": "The domain {name} has been deleted.",
     "admin.inviteCodes.title": "Invite codes",
-    "admin.inviteCodes.count": "{count} invite codes.",
+    "admin.inviteCodes.count": { one: "{count} invite code.", other: "{count} invite codes." },
     "admin.inviteCodes.code": "Code",
     "admin.inviteCodes.codeHint": "Six letters and digits; empty: a new random code.",
     "admin.inviteCodes.owner": "Owner",
@@ -60,7 +60,7 @@ export const adminSystem = area({
     "admin.reservedNames.title": "Reserved names",
     "admin.reservedNames.intro":
       "Local parts nobody may register or take as an alias, in any domain (postmaster, abuse, ...).",
-    "admin.reservedNames.count": "{count} reserved names.",
+    "admin.reservedNames.count": { one: "{count} reserved name.", other: "{count} reserved names." },
     "admin.reservedNames.name": "Name",
     "admin.reservedNames.new": "Reserve a name",
     "admin.reservedNames.create": "Reserve",
@@ -77,9 +77,9 @@ export const adminSystem = area({
     "admin.reservedNames.fileMissing": "Choose a file.",
     "admin.reservedNames.fileTooLarge": "The file is larger than 1 MB.",
     "admin.reservedNames.imported":
-      "{imported} names imported, {skipped} already reserved, {invalid} lines were no names.",
+      "Names imported: {imported}. Already reserved: {skipped}. Lines that were no names: {invalid}.",
     "admin.keys.title": "OpenPGP keys",
-    "admin.keys.count": "{count} keys.",
+    "admin.keys.count": { one: "{count} key.", other: "{count} keys." },
     "admin.keys.keyId": "Key ID",
     "admin.keys.fingerprint": "Fingerprint",
     "admin.keys.expires": "Expires",
@@ -181,7 +181,7 @@ export const adminSystem = area({
     "admin.webhooks.title": "Webhooks",
     "admin.webhooks.intro":
       "Endpoints that receive a signed message when a user is created, deleted or reset.",
-    "admin.webhooks.backlog": "{pending} deliveries waiting, {failed} failed.",
+    "admin.webhooks.backlog": "Deliveries waiting: {pending}. Failed: {failed}.",
     "admin.webhooks.new": "New endpoint",
     "admin.webhooks.create": "Create endpoint",
     "admin.webhooks.none": "No endpoints yet.",
@@ -211,7 +211,7 @@ export const adminSystem = area({
     "admin.webhooks.deleted": "The endpoint {url} has been deleted.",
     "admin.webhooks.deliveries": "Delivery log",
     "admin.webhooks.deliveriesTitle": "Deliveries to {url}",
-    "admin.webhooks.deliveryCount": "{count} deliveries.",
+    "admin.webhooks.deliveryCount": { one: "{count} delivery.", other: "{count} deliveries." },
     "admin.webhooks.delivery": "Delivery",
     "admin.webhooks.deliveryTitle": "Delivery {id}",
     "admin.webhooks.event": "Event",
@@ -246,7 +246,10 @@ export const adminSystem = area({
     "admin.maintenance.dryRunResult": "Dry run of {job}: nothing was changed",
     "admin.maintenance.wouldRemove": "Would be removed ({n})",
     "admin.maintenance.exempt": "Kept by their role ({n})",
-    "admin.maintenance.runForReal": "Remove these {n} users now",
+    "admin.maintenance.runForReal": {
+      one: "Remove this {count} user now",
+      other: "Remove these {count} users now",
+    },
     "admin.job.remove-inactive-users":
       "Deletes users inactive longer than the settings allow (admins and permanent users stay).",
     "admin.job.prune-sign-in-state": "Removes expired web sessions and old sign-in failure counters.",
@@ -254,7 +257,7 @@ export const adminSystem = area({
   },
   de: {
     "admin.domains.title": "Domains",
-    "admin.domains.count": "{count} Domains.",
+    "admin.domains.count": { one: "{count} Domain.", other: "{count} Domains." },
     "admin.domains.name": "Domainname",
     "admin.domains.nameHint": "In Kleinbuchstaben; ein internationaler Name in seiner xn---Form.",
     "admin.domains.new": "Neue Domain",
@@ -279,19 +282,19 @@ export const adminSystem = area({
     "admin.domains.deleteTitle": "Die Domain {name} löschen?",
     "admin.domains.deleteQuestion": "Die Domain {name} wird hier nicht mehr verwaltet.",
     "admin.domains.deleteQuestionForce":
-      "Die Domain {name} hat noch {users} aktive Benutzer und {aliases} aktive Aliase. Mit ihr werden auch diese gelöscht, jeder wie bei einer Benutzerlöschung (mit Webhooks); das lässt sich nicht rückgängig machen.",
+      "Die Domain {name} hat noch aktive Benutzer oder Aliase (unten gezählt). Mit ihr werden auch diese gelöscht, jeder wie bei einer Benutzerlöschung (mit Webhooks); das lässt sich nicht rückgängig machen.",
     "admin.domains.countUsers": "Aktive Benutzer: {n}",
     "admin.domains.countAliases": "Aktive Aliase: {n}",
     "admin.domains.countInviteCodes": "Einladungscodes: {n}",
     "admin.domains.countKeys": "OpenPGP-Schlüssel: {n}",
-    "admin.domains.force": "Ja, auch die {users} Benutzer und {aliases} Aliase löschen",
+    "admin.domains.force": "Ja, auch ihre aktiven Benutzer und Aliase löschen",
     "admin.domains.forceNeeded":
       "Die Domain hat noch Benutzer oder Aliase: Bestätige, dass sie mitgelöscht werden.",
     "admin.domains.ownDomain":
       "Zu dieser Domain gehört dein eigenes Konto; lösche sie von einem anderen Admin-Konto aus.",
     "admin.domains.deleted": "Die Domain {name} wurde gelöscht.",
     "admin.inviteCodes.title": "Einladungscodes",
-    "admin.inviteCodes.count": "{count} Einladungscodes.",
+    "admin.inviteCodes.count": { one: "{count} Einladungscode.", other: "{count} Einladungscodes." },
     "admin.inviteCodes.code": "Code",
     "admin.inviteCodes.codeHint": "Sechs Buchstaben und Ziffern; leer: ein neuer zufälliger Code.",
     "admin.inviteCodes.owner": "Besitzer",
@@ -310,7 +313,7 @@ export const adminSystem = area({
     "admin.reservedNames.title": "Reservierte Namen",
     "admin.reservedNames.intro":
       "Lokale Teile, die niemand registrieren oder als Alias nehmen darf, in keiner Domain (postmaster, abuse, ...).",
-    "admin.reservedNames.count": "{count} reservierte Namen.",
+    "admin.reservedNames.count": { one: "{count} reservierter Name.", other: "{count} reservierte Namen." },
     "admin.reservedNames.name": "Name",
     "admin.reservedNames.new": "Namen reservieren",
     "admin.reservedNames.create": "Reservieren",
@@ -327,9 +330,9 @@ export const adminSystem = area({
     "admin.reservedNames.fileMissing": "Wähle eine Datei.",
     "admin.reservedNames.fileTooLarge": "Die Datei ist größer als 1 MB.",
     "admin.reservedNames.imported":
-      "{imported} Namen importiert, {skipped} waren schon reserviert, {invalid} Zeilen waren keine Namen.",
+      "Importierte Namen: {imported}. Schon reserviert: {skipped}. Zeilen ohne Namen: {invalid}.",
     "admin.keys.title": "OpenPGP-Schlüssel",
-    "admin.keys.count": "{count} Schlüssel.",
+    "admin.keys.count": { one: "{count} Schlüssel.", other: "{count} Schlüssel." },
     "admin.keys.keyId": "Schlüssel-ID",
     "admin.keys.fingerprint": "Fingerabdruck",
     "admin.keys.expires": "Läuft ab",
@@ -436,7 +439,7 @@ export const adminSystem = area({
     "admin.webhooks.title": "Webhooks",
     "admin.webhooks.intro":
       "Endpunkte, die eine signierte Nachricht bekommen, wenn ein Benutzer angelegt, gelöscht oder zurückgesetzt wird.",
-    "admin.webhooks.backlog": "{pending} Zustellungen warten, {failed} fehlgeschlagen.",
+    "admin.webhooks.backlog": "Wartende Zustellungen: {pending}. Fehlgeschlagen: {failed}.",
     "admin.webhooks.new": "Neuer Endpunkt",
     "admin.webhooks.create": "Endpunkt anlegen",
     "admin.webhooks.none": "Noch keine Endpunkte.",
@@ -467,7 +470,7 @@ export const adminSystem = area({
     "admin.webhooks.deleted": "Der Endpunkt {url} wurde gelöscht.",
     "admin.webhooks.deliveries": "Zustellprotokoll",
     "admin.webhooks.deliveriesTitle": "Zustellungen an {url}",
-    "admin.webhooks.deliveryCount": "{count} Zustellungen.",
+    "admin.webhooks.deliveryCount": { one: "{count} Zustellung.", other: "{count} Zustellungen." },
     "admin.webhooks.delivery": "Zustellung",
     "admin.webhooks.deliveryTitle": "Zustellung {id}",
     "admin.webhooks.event": "Ereignis",
@@ -505,7 +508,10 @@ export const adminSystem = area({
     "admin.maintenance.dryRunResult": "Probelauf von {job}: nichts wurde geändert",
     "admin.maintenance.wouldRemove": "Würden entfernt ({n})",
     "admin.maintenance.exempt": "Durch ihre Rolle behalten ({n})",
-    "admin.maintenance.runForReal": "Diese {n} Benutzer jetzt entfernen",
+    "admin.maintenance.runForReal": {
+      one: "Diesen {count} Benutzer jetzt entfernen",
+      other: "Diese {count} Benutzer jetzt entfernen",
+    },
     "admin.job.remove-inactive-users":
       "Löscht Benutzer, die länger inaktiv sind, als die Einstellungen erlauben (Admins und dauerhafte Benutzer bleiben).",
     "admin.job.prune-sign-in-state":

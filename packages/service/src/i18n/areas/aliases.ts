@@ -25,8 +25,14 @@ export const aliases = area({
     "aliases.createCustom": "Create custom alias",
     "aliases.delete": "Delete",
     "aliases.deleteLabel": "Delete {address}",
-    "aliases.randomLeft": "You can create {count} more random aliases.",
-    "aliases.customLeft": "You can create {count} more custom aliases.",
+    "aliases.randomLeft": {
+      one: "You can create {count} more random alias.",
+      other: "You can create {count} more random aliases.",
+    },
+    "aliases.customLeft": {
+      one: "You can create {count} more custom alias.",
+      other: "You can create {count} more custom aliases.",
+    },
     "aliases.randomLimit":
       "You have reached the limit of {max} random aliases. Delete one to create another.",
     "aliases.customLimit": "You have reached the limit of {max} custom aliases.",
@@ -64,8 +70,14 @@ export const aliases = area({
     "aliases.createCustom": "Eigenen Alias erstellen",
     "aliases.delete": "Löschen",
     "aliases.deleteLabel": "{address} löschen",
-    "aliases.randomLeft": "Du kannst noch {count} zufällige Aliasse erstellen.",
-    "aliases.customLeft": "Du kannst noch {count} eigene Aliasse erstellen.",
+    "aliases.randomLeft": {
+      one: "Du kannst noch {count} zufälligen Alias erstellen.",
+      other: "Du kannst noch {count} zufällige Aliasse erstellen.",
+    },
+    "aliases.customLeft": {
+      one: "Du kannst noch {count} eigenen Alias erstellen.",
+      other: "Du kannst noch {count} eigene Aliasse erstellen.",
+    },
     "aliases.randomLimit":
       "Du hast die Grenze von {max} zufälligen Aliassen erreicht. Lösche einen, um einen neuen zu erstellen.",
     "aliases.customLimit": "Du hast die Grenze von {max} eigenen Aliassen erreicht.",

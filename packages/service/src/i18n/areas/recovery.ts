@@ -12,7 +12,10 @@ export const recovery = area({
     "recovery.tokenInvalid": "This token has an invalid format.",
     "recovery.submit": "Continue",
     "recovery.wrong": "The e-mail address or the recovery token is wrong.",
-    "recovery.throttled": "Too many failed attempts. Please wait {seconds} seconds and try again.",
+    "recovery.throttled": {
+      one: "Too many failed attempts. Please wait {count} second and try again.",
+      other: "Too many failed attempts. Please wait {count} seconds and try again.",
+    },
     "recovery.waiting.title": "Recovery started",
     "recovery.waiting.started": "The recovery of {email} has started.",
     "recovery.waiting.mailed": "We have sent an e-mail about it to the account.",
@@ -44,8 +47,10 @@ export const recovery = area({
     "recovery.tokenInvalid": "Dieser Code hat ein ungültiges Format.",
     "recovery.submit": "Weiter",
     "recovery.wrong": "Die E-Mail-Adresse oder der Wiederherstellungscode ist falsch.",
-    "recovery.throttled":
-      "Zu viele Fehlversuche. Bitte warte {seconds} Sekunden und versuche es dann noch einmal.",
+    "recovery.throttled": {
+      one: "Zu viele Fehlversuche. Bitte warte {count} Sekunde und versuche es dann noch einmal.",
+      other: "Zu viele Fehlversuche. Bitte warte {count} Sekunden und versuche es dann noch einmal.",
+    },
     "recovery.waiting.title": "Wiederherstellung gestartet",
     "recovery.waiting.started": "Die Wiederherstellung von {email} hat begonnen.",
     "recovery.waiting.mailed": "Wir haben dem Konto darüber eine E-Mail geschickt.",

@@ -83,7 +83,10 @@ export const refusals = area({
     "refusal.setup.step_closed": "The {step} step of the setup is not open; the next step is {next}.",
     "refusal.setup.no_primary_domain": "The setup has no primary domain yet.",
     "refusal.password.wrong": "Wrong password.",
-    "refusal.sign_in.throttled": "Too many failed sign-ins. Please wait {retryAfter} seconds and try again.",
+    "refusal.sign_in.throttled": {
+      one: "Too many failed sign-ins. Please wait {count} second and try again.",
+      other: "Too many failed sign-ins. Please wait {count} seconds and try again.",
+    },
     "refusal.totp.code_wrong": "The verification code is not valid.",
     "refusal.own_alias.note_too_long": "The note must have at most {max} characters.",
     "refusal.own_alias.random_limit":
@@ -250,8 +253,11 @@ export const refusals = area({
       "Der Schritt {step} der Einrichtung ist nicht offen; der nächste Schritt ist {next}.",
     "refusal.setup.no_primary_domain": "Die Einrichtung hat noch keine Hauptdomain.",
     "refusal.password.wrong": "Falsches Passwort.",
-    "refusal.sign_in.throttled":
-      "Zu viele fehlgeschlagene Anmeldungen. Bitte warte {retryAfter} Sekunden und versuche es dann erneut.",
+    "refusal.sign_in.throttled": {
+      one: "Zu viele fehlgeschlagene Anmeldungen. Bitte warte {count} Sekunde und versuche es dann erneut.",
+      other:
+        "Zu viele fehlgeschlagene Anmeldungen. Bitte warte {count} Sekunden und versuche es dann erneut.",
+    },
     "refusal.totp.code_wrong": "Der Bestätigungscode ist ungültig.",
     "refusal.own_alias.note_too_long": "Die Notiz darf höchstens {max} Zeichen lang sein.",
     "refusal.own_alias.random_limit":

@@ -10,7 +10,10 @@ export const signIn = area({
     "login.password": "Password",
     "login.submit": "Sign in",
     "login.failed": "The e-mail address or the password is wrong.",
-    "login.throttled": "Too many failed sign-ins. Please wait {seconds} seconds and try again.",
+    "login.throttled": {
+      one: "Too many failed sign-ins. Please wait {count} second and try again.",
+      other: "Too many failed sign-ins. Please wait {count} seconds and try again.",
+    },
     "login.recoveryLink": "Forgot your password? Use your recovery token.",
     "login.signedOut": "You are now signed out.",
     "twoFactor.title": "Two-factor authentication",
@@ -30,8 +33,11 @@ export const signIn = area({
     "login.password": "Passwort",
     "login.submit": "Anmelden",
     "login.failed": "Die E-Mail-Adresse oder das Passwort ist falsch.",
-    "login.throttled":
-      "Zu viele fehlgeschlagene Anmeldungen. Bitte warte {seconds} Sekunden und versuche es dann erneut.",
+    "login.throttled": {
+      one: "Zu viele fehlgeschlagene Anmeldungen. Bitte warte {count} Sekunde und versuche es dann erneut.",
+      other:
+        "Zu viele fehlgeschlagene Anmeldungen. Bitte warte {count} Sekunden und versuche es dann erneut.",
+    },
     "login.recoveryLink": "Passwort vergessen? Nutze deinen Wiederherstellungscode.",
     "login.signedOut": "Du bist jetzt abgemeldet.",
     "twoFactor.title": "Zwei-Faktor-Authentifizierung",

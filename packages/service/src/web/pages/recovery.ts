@@ -42,7 +42,7 @@ export async function recoveryPages(app: FastifyInstance, services: WebServices)
     reply.header("retry-after", String(retryAfter));
     return startForm(request, reply, {
       values: { email },
-      notice: { key: "recovery.throttled", params: { seconds: retryAfter } },
+      notice: { key: "recovery.throttled", params: { count: retryAfter } },
       status: 429,
     });
   };

@@ -103,7 +103,7 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
           request,
           reply,
           values,
-          { email: { key: "login.throttled", params: { seconds: result.retryAfter } } },
+          { email: { key: "login.throttled", params: { count: result.retryAfter } } },
           429,
         );
       case "unknown":
@@ -127,7 +127,7 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
     const retryAfter = await services.signInThrottle.retryAfter(subjects);
     if (retryAfter > 0) {
       reply.header("retry-after", String(retryAfter));
-      const errors: FieldErrors = { code: { key: "login.throttled", params: { seconds: retryAfter } } };
+      const errors: FieldErrors = { code: { key: "login.throttled", params: { count: retryAfter } } };
       return render(request, reply, "two-factor", { errors }, 429);
     }
     const result = code === "" ? "wrong_code" : await signIn.validateSecondFactor(session.user, code);
