@@ -114,10 +114,10 @@ export class AdminAliases {
   }
 
   /** An alias the actor may see, deleted ones included. */
-  async get(actor: Actor, source: string): Promise<AliasDetail> {
+  async get(actor: Actor, source: string, db: Kysely<Database> = this.#db): Promise<AliasDetail> {
     const address = parseAddress(String(source));
     const row = address
-      ? await this.#db
+      ? await db
           .selectFrom("aliases")
           .leftJoin("users as owners", "owners.id", "aliases.user_id")
           .select(["aliases.id", "aliases.domain_id", "owners.domain_id as owner_domain_id"])
@@ -126,7 +126,7 @@ export class AdminAliases {
       : undefined;
     if (!row) throw notFound("alias not found");
     assertMay(actor, { kind: "alias", domainId: Number(row.domain_id) });
-    const view = await this.#aliases.get(address?.email ?? "");
+    const view = await this.#aliases.get(address?.email ?? "", db);
     return {
       ...view,
       id: Number(row.id),
@@ -140,75 +140,84 @@ export class AdminAliases {
    * admin creates only in its own domain, for owners it may manage, forwarding to the owner.
    */
   async create(actor: Actor, input: CreateAliasInput): Promise<AliasView> {
-    const source = typeof input.source === "string" ? input.source.trim().toLowerCase() : "";
-    const domainId = await this.#domainIdOf(source);
-    if (domainId !== null) assertMay(actor, { kind: "alias", domainId });
-    let owner = input.owner ?? null;
-    const destinations = input.destinations ?? [];
-    if (owner === null && destinations.length === 0 && actor.userId !== null) owner = actor.name;
-    let effective: CreateAliasInput = { ...input, owner };
-    if (actor.reach !== "all") {
-      if (owner === null) throw invalid("owner: an alias of a domain admin needs an owner");
-      const ownerEmail = await this.#ownerInReach(actor, owner);
-      if (input.smtpQuota !== undefined && input.smtpQuota !== null)
-        throw forbidden("smtpQuota: only admins set SMTP limits");
-      effective = { source: input.source, owner: ownerEmail, destinations: [ownerEmail] };
-    }
-    const alias = await this.#aliases.create(effective);
-    const view = await this.#aliases.get(alias.source);
-    await this.#audit.record(actor, {
-      action: "alias.create",
-      target: view.source,
-      targetDomainId: alias.domainId,
-      detail: { owner: view.owner, destinations: view.destinations, smtpQuota: view.smtpQuota },
+    return this.#db.transaction().execute(async (trx) => {
+      const source = typeof input.source === "string" ? input.source.trim().toLowerCase() : "";
+      const domainId = await this.#domainIdOf(source, trx);
+      if (domainId !== null) assertMay(actor, { kind: "alias", domainId });
+      let owner = input.owner ?? null;
+      const destinations = input.destinations ?? [];
+      if (owner === null && destinations.length === 0 && actor.userId !== null) owner = actor.name;
+      let effective: CreateAliasInput = { ...input, owner };
+      if (actor.reach !== "all") {
+        if (owner === null) throw invalid("owner: an alias of a domain admin needs an owner");
+        const ownerEmail = await this.#ownerInReach(actor, owner, trx);
+        if (input.smtpQuota !== undefined && input.smtpQuota !== null)
+          throw forbidden("smtpQuota: only admins set SMTP limits");
+        effective = { source: input.source, owner: ownerEmail, destinations: [ownerEmail] };
+      }
+      const alias = await this.#aliases.create(effective, trx);
+      const view = await this.#aliases.get(alias.source, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "alias.create",
+          target: view.source,
+          targetDomainId: alias.domainId,
+          detail: { owner: view.owner, destinations: view.destinations, smtpQuota: view.smtpQuota },
+        },
+        trx,
+      );
+      return view;
     });
-    return view;
   }
 
   /** Changes destinations, owner or SMTP limits; a domain admin's alias keeps forwarding to its owner. */
   async update(actor: Actor, source: string, patch: AliasPatch): Promise<AliasView> {
-    const before = await this.get(actor, source);
-    if (before.deleted) throw notFound("alias not found");
-    let effective = patch;
-    if (actor.reach !== "all") {
-      if (before.owner !== null) await this.#ownerInReach(actor, before.owner);
-      if (patch.smtpQuota !== undefined) throw forbidden("smtpQuota: only admins set SMTP limits");
-      const owner = patch.owner === undefined ? before.owner : patch.owner;
-      if (owner === null) throw invalid("owner: an alias of a domain admin needs an owner");
-      const ownerEmail = await this.#ownerInReach(actor, owner);
-      effective = { owner: ownerEmail, destinations: [ownerEmail] };
-    }
-    const after = await this.#aliases.update(before.source, effective);
-    const changes: Record<string, { from: unknown; to: unknown }> = {};
-    for (const name of ["owner", "destinations", "smtpQuota"] as const) {
-      if (JSON.stringify(before[name]) !== JSON.stringify(after[name]))
-        changes[name] = { from: before[name], to: after[name] };
-    }
-    if (Object.keys(changes).length > 0)
-      await this.#audit.record(actor, {
-        action: "alias.update",
-        target: after.source,
-        targetDomainId: before.domainId,
-        detail: changes,
-      });
-    return after;
+    return this.#db.transaction().execute(async (trx) => {
+      const before = await this.get(actor, source, trx);
+      if (before.deleted) throw notFound("alias not found");
+      let effective = patch;
+      if (actor.reach !== "all") {
+        if (before.owner !== null) await this.#ownerInReach(actor, before.owner, trx);
+        if (patch.smtpQuota !== undefined) throw forbidden("smtpQuota: only admins set SMTP limits");
+        const owner = patch.owner === undefined ? before.owner : patch.owner;
+        if (owner === null) throw invalid("owner: an alias of a domain admin needs an owner");
+        const ownerEmail = await this.#ownerInReach(actor, owner, trx);
+        effective = { owner: ownerEmail, destinations: [ownerEmail] };
+      }
+      const after = await this.#aliases.update(before.source, effective, trx);
+      const changes: Record<string, { from: unknown; to: unknown }> = {};
+      for (const name of ["owner", "destinations", "smtpQuota"] as const) {
+        if (JSON.stringify(before[name]) !== JSON.stringify(after[name]))
+          changes[name] = { from: before[name], to: after[name] };
+      }
+      if (Object.keys(changes).length > 0)
+        await this.#audit.record(
+          actor,
+          { action: "alias.update", target: after.source, targetDomainId: before.domainId, detail: changes },
+          trx,
+        );
+      return after;
+    });
   }
 
   async delete(actor: Actor, source: string): Promise<void> {
-    const alias = await this.get(actor, source);
-    await this.#lifecycle.deleteAlias(alias.source);
-    await this.#audit.record(actor, {
-      action: "alias.delete",
-      target: alias.source,
-      targetDomainId: alias.domainId,
+    await this.#db.transaction().execute(async (trx) => {
+      const alias = await this.get(actor, source, trx);
+      await this.#lifecycle.deleteAlias(alias.source, trx);
+      await this.#audit.record(
+        actor,
+        { action: "alias.delete", target: alias.source, targetDomainId: alias.domainId },
+        trx,
+      );
     });
   }
 
   /** The owner's address if the actor may manage that user, else a 403 (an unknown owner is the service's 422). */
-  async #ownerInReach(actor: Actor, owner: string): Promise<string> {
+  async #ownerInReach(actor: Actor, owner: string, db: Kysely<Database>): Promise<string> {
     const address = parseAddress(String(owner).trim());
     const row = address
-      ? await this.#db
+      ? await db
           .selectFrom("users")
           .select(["email", "domain_id", "roles"])
           .where("email", "=", address.email)
@@ -220,10 +229,10 @@ export class AdminAliases {
     return row.email;
   }
 
-  async #domainIdOf(address: string): Promise<number | null> {
+  async #domainIdOf(address: string, db: Kysely<Database>): Promise<number | null> {
     const at = address.lastIndexOf("@");
     if (at < 0) return null;
-    const row = await this.#db
+    const row = await db
       .selectFrom("domains")
       .select("id")
       .where("name", "=", address.slice(at + 1))

@@ -1,8 +1,9 @@
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import * as openpgp from "openpgp";
 import { parseAddress } from "../accounts/addresses.ts";
 import { nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
+import { inTransaction } from "../db/transaction.ts";
 import { invalid, notFound } from "../errors.ts";
 import { wkdHash } from "./wkd.ts";
 
@@ -62,7 +63,11 @@ export class OpenPgpKeyService {
     rawEmail: string,
     data: Uint8Array | string,
     uploaderId: number | null = null,
+    trx?: Transaction<Database>,
   ): Promise<OpenPgpKeyInfo> {
+    // The caller's transaction (an admin action's) is used throughout when given; otherwise only
+    // the write is one, after the key is parsed.
+    const db = trx ?? this.#db;
     const address = parseAddress(String(rawEmail));
     if (!address) throw invalid("email: not a valid e-mail address");
     const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
@@ -71,13 +76,13 @@ export class OpenPgpKeyService {
       typeof data === "string" ? data.includes(armorMarker) : Buffer.from(data).includes(armorMarker);
     if (size > (armored ? maxArmoredKeyBytes : maxKeyBytes))
       throw invalid("key: larger than 1 MiB (binary), or about 1.4 MiB armored");
-    const domain = await this.#db
+    const domain = await db
       .selectFrom("domains")
       .select("id")
       .where("name", "=", address.domain)
       .executeTakeFirst();
     if (!domain) throw invalid(`email: domain ${address.domain} is not managed here`);
-    await this.#assertHeld(address.email);
+    await this.#assertHeld(address.email, db);
 
     const keys = await readKeys(data);
     const matching = keys.filter((key) =>
@@ -107,7 +112,7 @@ export class OpenPgpKeyService {
       uploader_id: uploaderId,
       updated_at: now,
     };
-    await this.#db.transaction().execute(async (trx) => {
+    await inTransaction(this.#db, trx, async (trx) => {
       const updated = await trx
         .updateTable("openpgp_keys")
         .set(row)
@@ -123,14 +128,10 @@ export class OpenPgpKeyService {
     return info;
   }
 
-  async get(rawEmail: string): Promise<OpenPgpKeyInfo> {
+  async get(rawEmail: string, db: Kysely<Database> = this.#db): Promise<OpenPgpKeyInfo> {
     const address = parseAddress(String(rawEmail));
     const row = address
-      ? await this.#db
-          .selectFrom("openpgp_keys")
-          .selectAll()
-          .where("email", "=", address.email)
-          .executeTakeFirst()
+      ? await db.selectFrom("openpgp_keys").selectAll().where("email", "=", address.email).executeTakeFirst()
       : undefined;
     if (!row) throw notFound("no OpenPGP key for this address");
     return {
@@ -142,9 +143,9 @@ export class OpenPgpKeyService {
     };
   }
 
-  async delete(rawEmail: string): Promise<OpenPgpKeyInfo> {
-    const info = await this.get(rawEmail);
-    await this.#db.deleteFrom("openpgp_keys").where("email", "=", info.email).execute();
+  async delete(rawEmail: string, db: Kysely<Database> = this.#db): Promise<OpenPgpKeyInfo> {
+    const info = await this.get(rawEmail, db);
+    await db.deleteFrom("openpgp_keys").where("email", "=", info.email).execute();
     return info;
   }
 
@@ -157,15 +158,15 @@ export class OpenPgpKeyService {
   }
 
   /** Keys are published only for addresses an active user or alias holds. */
-  async #assertHeld(email: string) {
+  async #assertHeld(email: string, db: Kysely<Database>) {
     const [user, alias] = await Promise.all([
-      this.#db
+      db
         .selectFrom("users")
         .select("id")
         .where("email", "=", email)
         .where("deleted", "=", 0)
         .executeTakeFirst(),
-      this.#db
+      db
         .selectFrom("aliases")
         .select("id")
         .where("source", "=", email)
