@@ -4,11 +4,11 @@ import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
 import type { AliasPatch, AliasService, AliasView, CreateAliasInput } from "../accounts/aliases.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService } from "../accounts/lifecycle.ts";
-import { parseStoredRoles } from "../accounts/roles.ts";
 import { parseStringList } from "../accounts/users.ts";
 import { type Database, flag, toFlag } from "../db/schema.ts";
 import { forbidden, invalid, notFound } from "../errors.ts";
 import { inCursorOrder, type KeysetPage, keysetPage, type ListCursor } from "./keyset.ts";
+import { activeOwner } from "./users.ts";
 
 export interface AliasListFilter {
   /** Part of the source, a destination or the owner's address. */
@@ -215,17 +215,9 @@ export class AdminAliases {
 
   /** The owner's address if the actor may manage that user, else a 403 (an unknown owner is the service's 422). */
   async #ownerInReach(actor: Actor, owner: string, db: Kysely<Database>): Promise<string> {
-    const address = parseAddress(String(owner).trim());
-    const row = address
-      ? await db
-          .selectFrom("users")
-          .select(["email", "domain_id", "roles"])
-          .where("email", "=", address.email)
-          .where("deleted", "=", 0)
-          .executeTakeFirst()
-      : undefined;
+    const row = await activeOwner(db, owner);
     if (!row) throw invalid("owner: no active user with this address");
-    assertMay(actor, { kind: "user", domainId: Number(row.domain_id), roles: parseStoredRoles(row.roles) });
+    assertMay(actor, { kind: "user", domainId: row.domainId, roles: row.roles });
     return row.email;
   }
 

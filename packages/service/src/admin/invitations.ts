@@ -1,14 +1,13 @@
 import type { Kysely } from "kysely";
-import { parseAddress } from "../accounts/addresses.ts";
 import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { DomainService } from "../accounts/domains.ts";
 import type { InviteCode, InviteCodeFilter, InviteCodeService } from "../accounts/invite-codes.ts";
 import type { Listing, Page } from "../accounts/paging.ts";
 import type { ReservedName, ReservedNameImport, ReservedNameService } from "../accounts/reserved-names.ts";
-import { parseStoredRoles } from "../accounts/roles.ts";
 import type { Database } from "../db/schema.ts";
 import { forbidden, invalid } from "../errors.ts";
+import { activeOwner } from "./users.ts";
 
 /**
  * Invite codes in the admin area (reference 5.8): an admin for any domain, a domain admin for its
@@ -44,21 +43,9 @@ export class AdminInviteCodes {
       assertMay(actor, { kind: "invite-code", domainId: domain.id });
       if (actor.reach !== "all" && !(await this.#domains.invitations(domain.id, trx)).enabled)
         throw forbidden("domain: invitations are off for this domain");
-      const address = parseAddress(String(input.owner ?? "").trim());
-      const owner = address
-        ? await trx
-            .selectFrom("users")
-            .select(["email", "domain_id", "roles"])
-            .where("email", "=", address.email)
-            .where("deleted", "=", 0)
-            .executeTakeFirst()
-        : undefined;
+      const owner = await activeOwner(trx, input.owner);
       if (!owner) throw invalid("owner: not an active user");
-      assertMay(actor, {
-        kind: "user",
-        domainId: Number(owner.domain_id),
-        roles: parseStoredRoles(owner.roles),
-      });
+      assertMay(actor, { kind: "user", domainId: owner.domainId, roles: owner.roles });
       const scope = domainScope(actor);
       const code = await this.#codes.create(
         { domain: domain.name, owner: owner.email, code: input.code ?? null },

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from "kysely";
+import { parseAddress } from "../accounts/addresses.ts";
 import type { Actor } from "../accounts/admin-scope.ts";
 import { assertMay, assertRoleChange, domainScope } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
@@ -63,6 +64,26 @@ const searchWalk = 20_000;
 /** The stored roles contain this role (JSON text `["ROLE_USER","ROLE_X"]`; `_` escaped for LIKE). */
 export const holdsRole = (role: Role) =>
   sql<boolean>`roles LIKE ${`%"${role.replaceAll("_", "!_")}"%`} ESCAPE '!'`;
+
+/**
+ * The active user with this address (as typed: trimmed, any case) and what the scope rule needs of
+ * it, its domain and stored roles: an alias's or an invite code's owner. Undefined when there is none.
+ */
+export async function activeOwner(
+  db: Kysely<Database>,
+  rawAddress: unknown,
+): Promise<{ email: string; domainId: number; roles: Role[] } | undefined> {
+  const address = parseAddress(String(rawAddress ?? "").trim());
+  const row = address
+    ? await db
+        .selectFrom("users")
+        .select(["email", "domain_id", "roles"])
+        .where("email", "=", address.email)
+        .where("deleted", "=", 0)
+        .executeTakeFirst()
+    : undefined;
+  return row && { email: row.email, domainId: Number(row.domain_id), roles: parseStoredRoles(row.roles) };
+}
 
 /**
  * The users of the admin area: every action checks the actor's reach (admin-scope.ts) and is
