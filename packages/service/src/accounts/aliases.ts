@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from "kysely";
+import type { Kysely, Selectable, Transaction } from "kysely";
 import { type AliasTable, type Database, flag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { newAddressProblem, parseAddress, parseNewAddress } from "./addresses.ts";
@@ -123,42 +123,41 @@ export class AliasService {
     this.#users = users;
   }
 
-  async create(input: CreateAliasInput): Promise<Alias> {
+  async create(input: CreateAliasInput, trx?: Transaction<Database>): Promise<Alias> {
+    if (!trx) return this.#db.transaction().execute((t) => this.create(input, t));
     const source = typeof input.source === "string" ? input.source.trim() : "";
     const address = parseNewAddress(source);
     if (!address) throw addressInvalid({ field: "source", problem: newAddressProblem(source) ?? "" });
-    const owner = input.owner ? await this.#users.getActive(input.owner).catch(() => null) : null;
+    const owner = input.owner ? await this.#users.getActive(input.owner, trx).catch(() => null) : null;
     if (input.owner && !owner) throw ownerNotActive();
     let destinations = input.destinations === undefined ? [] : checkDestinations(input.destinations);
     if (destinations.length === 0 && owner) destinations = [owner.email];
     if (destinations.length === 0) throw destinationOrOwnerRequired();
     const smtpQuota = checkSmtpQuota(input.smtpQuota);
-    const domain = await managedDomain(this.#db, address.domain);
+    const domain = await managedDomain(trx, address.domain);
     if (!domain) throw domainNotManaged({ field: "source", domain: address.domain });
     const now = nowSeconds();
-    return this.#db.transaction().execute(async (trx) => {
-      await this.#users.assertAddressAvailable(address.email, trx);
-      await trx
-        .insertInto("aliases")
-        .values({
-          source: address.email,
-          domain_id: domain.id,
-          destinations: JSON.stringify(destinations),
-          user_id: owner?.id ?? null,
-          smtp_quota_per_hour: smtpQuota.perHour,
-          smtp_quota_per_day: smtpQuota.perDay,
-          created_at: now,
-          updated_at: now,
-          deleted: 0,
-        })
-        .execute();
-      const row = await trx
-        .selectFrom("aliases")
-        .selectAll()
-        .where("source", "=", address.email)
-        .executeTakeFirstOrThrow();
-      return toAlias(row);
-    });
+    await this.#users.assertAddressAvailable(address.email, trx);
+    await trx
+      .insertInto("aliases")
+      .values({
+        source: address.email,
+        domain_id: domain.id,
+        destinations: JSON.stringify(destinations),
+        user_id: owner?.id ?? null,
+        smtp_quota_per_hour: smtpQuota.perHour,
+        smtp_quota_per_day: smtpQuota.perDay,
+        created_at: now,
+        updated_at: now,
+        deleted: 0,
+      })
+      .execute();
+    const row = await trx
+      .selectFrom("aliases")
+      .selectAll()
+      .where("source", "=", address.email)
+      .executeTakeFirstOrThrow();
+    return toAlias(row);
   }
 
   /** Sources of the active aliases a user owns, in every domain (the webmail's list). */
@@ -173,10 +172,10 @@ export class AliasService {
     return rows.map((row) => row.source);
   }
 
-  async get(rawSource: string): Promise<AliasView> {
+  async get(rawSource: string, db: Kysely<Database> = this.#db): Promise<AliasView> {
     const address = parseAddress(String(rawSource));
     const [view] = address
-      ? (await this.#views((q) => q.where("aliases.source", "=", address.email), 1, 0)).rows
+      ? (await this.#views((q) => q.where("aliases.source", "=", address.email), 1, 0, db)).rows
       : [];
     if (!view) throw aliasNotFound();
     return view;
@@ -195,8 +194,9 @@ export class AliasService {
   }
 
   /** Changes destinations, owner or SMTP quota of an active alias. */
-  async update(rawSource: string, patch: AliasPatch): Promise<AliasView> {
-    const current = await this.get(rawSource);
+  async update(rawSource: string, patch: AliasPatch, trx?: Transaction<Database>): Promise<AliasView> {
+    if (!trx) return this.#db.transaction().execute((t) => this.update(rawSource, patch, t));
+    const current = await this.get(rawSource, trx);
     if (current.deleted) throw aliasNotFound();
     const changes: Partial<{
       destinations: string;
@@ -211,7 +211,9 @@ export class AliasService {
         ownerEmail = null;
       } else {
         const owner =
-          typeof patch.owner === "string" ? await this.#users.getActive(patch.owner).catch(() => null) : null;
+          typeof patch.owner === "string"
+            ? await this.#users.getActive(patch.owner, trx).catch(() => null)
+            : null;
         if (!owner) throw ownerNotActive();
         changes.user_id = owner.id;
         ownerEmail = owner.email;
@@ -229,18 +231,23 @@ export class AliasService {
       changes.smtp_quota_per_day = quota.perDay;
     }
     if (Object.keys(changes).length > 0) {
-      await this.#db
+      await trx
         .updateTable("aliases")
         .set({ ...changes, updated_at: nowSeconds() })
         .where("source", "=", current.source)
         .where("deleted", "=", 0)
         .execute();
     }
-    return this.get(current.source);
+    return this.get(current.source, trx);
   }
 
-  async #views(filter: (query: AliasQuery) => AliasQuery, limit: number, offset: number) {
-    const query = filter(this.#baseQuery());
+  async #views(
+    filter: (query: AliasQuery) => AliasQuery,
+    limit: number,
+    offset: number,
+    db: Kysely<Database> = this.#db,
+  ) {
+    const query = filter(aliasBaseQuery(db));
     const [rows, count] = await Promise.all([
       query
         .select([
@@ -271,10 +278,6 @@ export class AliasService {
       deleted: flag(row.deleted),
     }));
     return { rows: views, total: Number(count.n) };
-  }
-
-  #baseQuery() {
-    return aliasBaseQuery(this.#db);
   }
 }
 

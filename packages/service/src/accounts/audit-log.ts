@@ -117,14 +117,17 @@ export class AuditLog {
     this.#db = db;
   }
 
-  /** Records one action; inside the change's transaction when one is given. */
-  async record(actor: Actor, entry: AuditEntry, trx?: Transaction<Database>): Promise<void> {
+  /**
+   * Records one action, inside the transaction of the change it describes: the entry exists
+   * exactly when the change does (a failed insert rolls the change back).
+   */
+  async record(actor: Actor, entry: AuditEntry, trx: Transaction<Database>): Promise<void> {
     let detail: string | null = null;
     if (entry.detail && Object.keys(entry.detail).length > 0) {
       detail = JSON.stringify(withoutSecrets(entry.detail));
       if (detail.length > maxDetailLength) detail = JSON.stringify({ truncated: true });
     }
-    await (trx ?? this.#db)
+    await trx
       .insertInto("audit_log")
       .values({
         at: nowSeconds(),

@@ -1,11 +1,12 @@
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import { type Database, flag, toFlag } from "../db/schema.ts";
+import { inTransaction } from "../db/transaction.ts";
 import { refusal } from "../errors.ts";
 import { parseNewDomain } from "./addresses.ts";
 import type { LifecycleService } from "./lifecycle.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { isActiveUser, managedDomain } from "./queries.ts";
-import { flagInvalid, nowSeconds } from "./users.ts";
+import { flagInvalid, nowSeconds, toUser } from "./users.ts";
 
 export const domainNotFound = refusal("domain.not_found", "not_found", () => "domain not found");
 export const domainExists = refusal<{ name: string }>(
@@ -86,11 +87,11 @@ export class DomainService {
     this.#db = db;
   }
 
-  async create(rawName: string): Promise<Domain> {
+  async create(rawName: string, trx?: Transaction<Database>): Promise<Domain> {
     const name = typeof rawName === "string" ? parseNewDomain(rawName.trim()) : null;
     if (!name) throw domainNameInvalid();
     const now = nowSeconds();
-    return this.#db.transaction().execute(async (trx) => {
+    return inTransaction(this.#db, trx, async (trx) => {
       if (await managedDomain(trx, name)) throw domainExists({ name });
       await trx.insertInto("domains").values({ name, created_at: now, updated_at: now }).execute();
       const domain = await managedDomain(trx, name);
@@ -100,8 +101,8 @@ export class DomainService {
   }
 
   /** The managed domain of this name (`managedDomain`, the one "is this domain managed here" query). */
-  find(rawName: string): Promise<Domain | null> {
-    return managedDomain(this.#db, rawName);
+  find(rawName: string, db: Kysely<Database> = this.#db): Promise<Domain | null> {
+    return managedDomain(db, rawName);
   }
 
   /** The primary domain: the first one created (sign-in without @, the first admin's address). */
@@ -110,8 +111,8 @@ export class DomainService {
     return row ? toDomain(row) : null;
   }
 
-  async get(rawName: string): Promise<Domain> {
-    const domain = await this.find(rawName);
+  async get(rawName: string, db: Kysely<Database> = this.#db): Promise<Domain> {
+    const domain = await this.find(rawName, db);
     if (!domain) throw domainNotFound();
     return domain;
   }
@@ -141,9 +142,10 @@ export class DomainService {
   async updateInvitations(
     rawName: string,
     patch: { enabled?: unknown; limit?: unknown; waitingPeriodDays?: unknown },
+    db: Kysely<Database> = this.#db,
   ): Promise<DomainInvitations> {
     const checked = checkInvitations(patch);
-    const domain = await this.get(rawName);
+    const domain = await this.get(rawName, db);
     const changes: Partial<{
       invitation_enabled: 0 | 1;
       invitation_limit: number;
@@ -154,12 +156,12 @@ export class DomainService {
     if (checked.waitingPeriodDays !== undefined)
       changes.invitation_waiting_period_days = checked.waitingPeriodDays;
     if (Object.keys(changes).length > 0)
-      await this.#db
+      await db
         .updateTable("domains")
         .set({ ...changes, updated_at: nowSeconds() })
         .where("id", "=", domain.id)
         .execute();
-    return this.invitations(domain.id);
+    return this.invitations(domain.id, db);
   }
 
   /** Whether any domain takes registrations (the start page shows the invite-code form only then). */
@@ -174,15 +176,18 @@ export class DomainService {
   }
 
   /** Counts of what a domain still holds, for the delete check and the console's dry run. */
-  async contents(domainId: number): Promise<{ activeUsers: number; activeAliases: number }> {
+  async contents(
+    domainId: number,
+    db: Kysely<Database> = this.#db,
+  ): Promise<{ activeUsers: number; activeAliases: number }> {
     const [users, aliases] = await Promise.all([
-      this.#db
+      db
         .selectFrom("users")
         .select((eb) => eb.fn.countAll<number>().as("n"))
         .where("domain_id", "=", domainId)
         .where(isActiveUser)
         .executeTakeFirstOrThrow(),
-      this.#db
+      db
         .selectFrom("aliases")
         .select((eb) => eb.fn.countAll<number>().as("n"))
         .where("domain_id", "=", domainId)
@@ -198,9 +203,15 @@ export class DomainService {
    * deleted, in one transaction with the domain itself. Webhook endpoints that listened only to
    * this domain are disabled rather than silently becoming global.
    */
-  async delete(rawName: string, lifecycle: LifecycleService, force: boolean): Promise<void> {
-    const domain = await this.get(rawName);
-    const contents = await this.contents(domain.id);
+  async delete(
+    target: string | Domain,
+    lifecycle: LifecycleService,
+    force: boolean,
+    trx?: Transaction<Database>,
+  ): Promise<void> {
+    if (!trx) return this.#db.transaction().execute((t) => this.delete(target, lifecycle, force, t));
+    const domain = typeof target === "string" ? await this.get(target, trx) : target;
+    const contents = await this.contents(domain.id, trx);
     if (!force && (contents.activeUsers > 0 || contents.activeAliases > 0)) {
       throw domainNotEmpty({
         name: domain.name,
@@ -208,42 +219,41 @@ export class DomainService {
         aliases: contents.activeAliases,
       });
     }
-    await this.#db.transaction().execute(async (trx) => {
-      const users = await trx
-        .selectFrom("users")
-        .select("email")
-        .where("domain_id", "=", domain.id)
-        .where(isActiveUser)
-        .execute();
-      for (const user of users) await lifecycle.delete(user.email, trx);
-      const aliases = await trx
-        .selectFrom("aliases")
-        .select("source")
-        .where("domain_id", "=", domain.id)
-        .where("deleted", "=", 0)
-        .execute();
-      for (const alias of aliases) await lifecycle.deleteAlias(alias.source, trx);
-      const endpoints = await trx
+    const users = await trx
+      .selectFrom("users")
+      .selectAll()
+      .where("domain_id", "=", domain.id)
+      .where(isActiveUser)
+      .execute();
+    // Each user as read here, not looked up again by its address.
+    for (const user of users) await lifecycle.delete(toUser(user), trx);
+    const aliases = await trx
+      .selectFrom("aliases")
+      .select("source")
+      .where("domain_id", "=", domain.id)
+      .where("deleted", "=", 0)
+      .execute();
+    for (const alias of aliases) await lifecycle.deleteAlias(alias.source, trx);
+    const endpoints = await trx
+      .selectFrom("webhook_endpoint_domains")
+      .select("endpoint_id")
+      .where("domain_id", "=", domain.id)
+      .execute();
+    for (const { endpoint_id } of endpoints) {
+      const others = await trx
         .selectFrom("webhook_endpoint_domains")
-        .select("endpoint_id")
-        .where("domain_id", "=", domain.id)
-        .execute();
-      for (const { endpoint_id } of endpoints) {
-        const others = await trx
-          .selectFrom("webhook_endpoint_domains")
-          .select("domain_id")
-          .where("endpoint_id", "=", endpoint_id)
-          .where("domain_id", "!=", domain.id)
-          .executeTakeFirst();
-        if (!others)
-          await trx
-            .updateTable("webhook_endpoints")
-            .set({ enabled: 0 })
-            .where("id", "=", endpoint_id)
-            .execute();
-      }
-      await trx.deleteFrom("domains").where("id", "=", domain.id).execute();
-    });
+        .select("domain_id")
+        .where("endpoint_id", "=", endpoint_id)
+        .where("domain_id", "!=", domain.id)
+        .executeTakeFirst();
+      if (!others)
+        await trx
+          .updateTable("webhook_endpoints")
+          .set({ enabled: 0 })
+          .where("id", "=", endpoint_id)
+          .execute();
+    }
+    await trx.deleteFrom("domains").where("id", "=", domain.id).execute();
   }
 }
 

@@ -337,23 +337,26 @@ export class InviteCodeService {
    * unless one is given (then exactly six of [0-9a-zA-Z], free whatever its case).
    * `scope.domainId` limits a domain admin to its own domain.
    */
-  async create(input: InviteCodeInput, scope: { domainId?: number } = {}): Promise<InviteCode> {
+  async create(
+    input: InviteCodeInput,
+    scope: { domainId?: number } = {},
+    trx?: Transaction<Database>,
+  ): Promise<InviteCode> {
+    if (!trx) return this.#db.transaction().execute((t) => this.create(input, scope, t));
     const given = input.code === undefined || input.code === null ? null : input.code;
     if (given !== null && (typeof given !== "string" || !inviteCodePattern.test(given)))
       throw inviteCodeMalformed();
-    const domain = typeof input.domain === "string" ? await managedDomain(this.#db, input.domain) : null;
+    const domain = typeof input.domain === "string" ? await managedDomain(trx, input.domain) : null;
     if (!domain) throw inviteDomainNotManaged();
     if (scope.domainId !== undefined && domain.id !== scope.domainId) throw inviteDomainNotOwn();
     const address = typeof input.owner === "string" ? parseAddress(input.owner.trim()) : null;
-    const owner = address ? await activeUserRow(this.#db, address.email) : undefined;
+    const owner = address ? await activeUserRow(trx, address.email) : undefined;
     if (!owner) throw inviteOwnerNotActive();
-    return this.#db
-      .transaction()
-      .execute((trx) => this.#insert(trx, { domainId: domain.id, ownerId: owner.id, code: given }));
+    return this.#insert(trx, { domainId: domain.id, ownerId: owner.id, code: given });
   }
 
-  async get(id: number, scope: { domainId?: number } = {}): Promise<InviteCode> {
-    let query = selectCodes(this.#db).where("invite_codes.id", "=", id);
+  async get(id: number, scope: { domainId?: number } = {}, db: Db = this.#db): Promise<InviteCode> {
+    let query = selectCodes(db).where("invite_codes.id", "=", id);
     if (scope.domainId !== undefined) query = query.where("invite_codes.domain_id", "=", scope.domainId);
     const row = await query.executeTakeFirst();
     if (!row) throw inviteCodeNotFound();
@@ -392,8 +395,8 @@ export class InviteCodeService {
   }
 
   /** Deletes a code (hard, as the reference); `scope.domainId` limits a domain admin to its domain. */
-  async delete(id: number, scope: { domainId?: number } = {}): Promise<void> {
-    let query = this.#db.deleteFrom("invite_codes").where("id", "=", id);
+  async delete(id: number, scope: { domainId?: number } = {}, db: Db = this.#db): Promise<void> {
+    let query = db.deleteFrom("invite_codes").where("id", "=", id);
     if (scope.domainId !== undefined) query = query.where("domain_id", "=", scope.domainId);
     const result = await query.executeTakeFirst();
     if (Number(result.numDeletedRows) === 0) throw inviteCodeNotFound();

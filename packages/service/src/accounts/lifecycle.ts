@@ -27,7 +27,7 @@ import { endWebSessions, isActiveUser } from "./queries.ts";
 import { isExemptFromInactivityDeletion } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
 import type { ConfirmedPassword } from "./sign-in.ts";
-import { nowSeconds, toUser, type User, type UserService, userNotFound } from "./users.ts";
+import { nowSeconds, toUser, type User, type UserService, type UserTarget, userNotFound } from "./users.ts";
 
 export const userIsActive = refusal("user.active", "conflict", () => "user is active; reset it instead");
 export const mailCryptKeyUnopenable = refusal(
@@ -66,6 +66,12 @@ export interface NewCredentials {
   recoveryToken: string | null;
 }
 
+/**
+ * More work of the caller inside a reset's or restore's transaction (an admin action's audit
+ * entry), told what was made; Argon2 has run before the transaction opens.
+ */
+export type WithinCredentials = (trx: Transaction<Database>, credentials: NewCredentials) => Promise<void>;
+
 /** What the inactive-user job's deletion did with one candidate. */
 export type InactiveDeletion = "deleted" | "exempt" | "skipped";
 
@@ -101,9 +107,9 @@ export class LifecycleService {
    * Soft delete: owned aliases deleted (their address stays taken), password unusable, keys,
    * boxes and second factor wiped, OpenPGP keys of the freed addresses removed, `user.deleted`.
    */
-  async delete(rawEmail: string, trx?: Transaction<Database>): Promise<void> {
-    if (!trx) return this.#db.transaction().execute((t) => this.delete(rawEmail, t));
-    const user = await this.#active(rawEmail, trx);
+  async delete(target: UserTarget, trx?: Transaction<Database>): Promise<void> {
+    if (!trx) return this.#db.transaction().execute((t) => this.delete(target, t));
+    const user = await this.#users.active(target, trx);
     if (!(await this.#delete(user, trx))) throw userNotFound();
   }
 
@@ -146,12 +152,48 @@ export class LifecycleService {
     if (condition) flag = flag.where(condition);
     const updated = await flag.executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== 1) return false;
-    // Collected before they are deleted: the reference lost these and kept publishing their keys.
-    const aliases = await trx
-      .selectFrom("aliases")
-      .select("source")
-      .where("user_id", "=", user.id)
-      .where("deleted", "=", 0)
+    // The keys of the freed addresses (the user's and its aliases', which the reference lost and
+    // kept publishing) go before the aliases are detached from the user, in one statement: those
+    // no active user and no other active alias holds.
+    await trx
+      .deleteFrom("openpgp_keys")
+      .where((eb) =>
+        eb.and([
+          eb.or([
+            eb("openpgp_keys.email", "=", user.email),
+            eb(
+              "openpgp_keys.email",
+              "in",
+              eb
+                .selectFrom("aliases")
+                .select("source")
+                .where("user_id", "=", user.id)
+                .where("deleted", "=", 0),
+            ),
+          ]),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom("users")
+                .select("users.id")
+                .whereRef("users.email", "=", "openpgp_keys.email")
+                .where(isActiveUser),
+            ),
+          ),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom("aliases")
+                .select("aliases.id")
+                .whereRef("aliases.source", "=", "openpgp_keys.email")
+                .where("aliases.deleted", "=", 0)
+                .where((alias) =>
+                  alias.or([alias("aliases.user_id", "is", null), alias("aliases.user_id", "!=", user.id)]),
+                ),
+            ),
+          ),
+        ]),
+      )
       .execute();
     await trx
       .updateTable("aliases")
@@ -159,17 +201,15 @@ export class LifecycleService {
       .where("user_id", "=", user.id)
       .where("deleted", "=", 0)
       .execute();
-    const freed = [user.email, ...aliases.map((a) => a.source)];
-    await this.removeOrphanedOpenPgpKeys(freed, trx);
     await endWebSessions(trx, user.id);
     await this.#events.record(trx, "user.deleted", user);
     return true;
   }
 
   /** New password; new keys and recovery token where MailCrypt applies, none otherwise; 2FA off. */
-  async reset(rawEmail: string, rawPassword: string): Promise<NewCredentials> {
+  async reset(target: UserTarget, rawPassword: string, within?: WithinCredentials): Promise<NewCredentials> {
     const password = await this.#users.passwordPolicy.require(rawPassword);
-    const user = await this.#active(rawEmail);
+    const user = await this.#users.active(target);
     const { hash, material } = await this.#newCredentials(user, password, "reset");
     await this.#db.transaction().execute(async (trx) => {
       const updated = await trx
@@ -181,6 +221,7 @@ export class LifecycleService {
       if (Number(updated.numUpdatedRows) !== 1) throw userNotFound();
       await endWebSessions(trx, user.id);
       await this.#events.record(trx, "user.reset", user);
+      await within?.(trx, { recoveryToken: material?.recoveryToken ?? null });
     });
     return { recoveryToken: material?.recoveryToken ?? null };
   }
@@ -190,10 +231,15 @@ export class LifecycleService {
    * return. A restore counts as activity: last login becomes today (as a sign-in records it), so the
    * inactive-user job does not delete the account again before its owner had a chance to sign in.
    */
-  async restore(rawEmail: string, rawPassword: string): Promise<NewCredentials> {
+  async restore(
+    target: UserTarget,
+    rawPassword: string,
+    within?: WithinCredentials,
+  ): Promise<NewCredentials> {
     const password = await this.#users.passwordPolicy.require(rawPassword);
-    const address = parseAddress(String(rawEmail));
-    const user = address ? await this.#users.findByEmail(address.email) : null;
+    const address = typeof target === "string" ? parseAddress(String(target)) : null;
+    const user =
+      typeof target === "string" ? (address ? await this.#users.findByEmail(address.email) : null) : target;
     if (!user) throw userNotFound();
     if (!user.deleted) throw userIsActive();
     const { hash, material } = await this.#newCredentials(user, password, "restore");
@@ -206,6 +252,7 @@ export class LifecycleService {
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) throw userIsActive();
       await recordActivity(trx, user, { kind: "restore" });
+      await within?.(trx, { recoveryToken: material?.recoveryToken ?? null });
     });
     return { recoveryToken: material?.recoveryToken ?? null };
   }

@@ -1,5 +1,6 @@
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { inTransaction } from "../db/transaction.ts";
 import { refusal } from "../errors.ts";
 import { checkAddress } from "./address-syntax.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
@@ -89,10 +90,10 @@ export class ReservedNameService {
     return { items: rows.map(toReservedName), total: Number(count.n) };
   }
 
-  async create(raw: string): Promise<ReservedName> {
+  async create(raw: string, trx?: Transaction<Database>): Promise<ReservedName> {
     const name = normalizeReservedName(raw);
     if (!name) throw reservedNameInvalid();
-    return this.#db.transaction().execute(async (trx) => {
+    return inTransaction(this.#db, trx, async (trx) => {
       if (await this.isReserved(name, trx)) throw reservedNameExists({ name });
       const now = nowSeconds();
       await trx.insertInto("reserved_names").values({ name, created_at: now, updated_at: now }).execute();
@@ -105,9 +106,9 @@ export class ReservedNameService {
     });
   }
 
-  async delete(raw: string): Promise<void> {
+  async delete(raw: string, db: Kysely<Database> = this.#db): Promise<void> {
     const name = typeof raw === "string" ? raw.trim().toLowerCase() : "";
-    const result = await this.#db.deleteFrom("reserved_names").where("name", "=", name).executeTakeFirst();
+    const result = await db.deleteFrom("reserved_names").where("name", "=", name).executeTakeFirst();
     if (Number(result.numDeletedRows) === 0) throw reservedNameNotFound();
   }
 
@@ -116,7 +117,7 @@ export class ReservedNameService {
    * `#` comments); names already reserved are skipped, lines that are no local part are reported
    * and skipped. One transaction: all the valid names or none.
    */
-  async import(text: string): Promise<ReservedNameImport> {
+  async import(text: string, trx?: Transaction<Database>): Promise<ReservedNameImport> {
     const wanted: string[] = [];
     const invalidLines: string[] = [];
     for (const line of reservedNameLines(text)) {
@@ -124,7 +125,7 @@ export class ReservedNameService {
       if (name) wanted.push(name);
       else invalidLines.push(line);
     }
-    return this.#db.transaction().execute(async (trx) => {
+    return inTransaction(this.#db, trx, async (trx) => {
       const existing = new Set(
         (await trx.selectFrom("reserved_names").select("name").execute()).map((row) => row.name),
       );

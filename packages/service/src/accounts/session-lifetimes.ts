@@ -11,11 +11,11 @@ export async function webSessionCutoffs(
   settings: SettingsService,
   now: number,
 ): Promise<{ lastSeenAfter: number; createdAfter: number }> {
-  const [idleMinutes, lifetimeHours] = await Promise.all([
-    settings.get("web_session_idle_minutes"),
-    settings.get("web_session_lifetime_hours"),
-  ]);
-  return { lastSeenAfter: now - idleMinutes * 60, createdAfter: now - lifetimeHours * 3600 };
+  const lifetimes = await settings.some(["web_session_idle_minutes", "web_session_lifetime_hours"]);
+  return {
+    lastSeenAfter: now - lifetimes.web_session_idle_minutes * 60,
+    createdAfter: now - lifetimes.web_session_lifetime_hours * 3600,
+  };
 }
 
 /** Removes the sessions past either lifetime (the cleanup job); returns how many. */

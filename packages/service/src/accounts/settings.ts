@@ -1,5 +1,6 @@
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { inTransaction } from "../db/transaction.ts";
 import { refusal } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
 
@@ -233,14 +234,28 @@ export class SettingsService {
     this.#db = db;
   }
 
-  async all(): Promise<Settings> {
-    const rows = await this.#db.selectFrom("settings").select(["name", "value"]).execute();
+  async all(db: Kysely<Database> = this.#db): Promise<Settings> {
+    const rows = await db.selectFrom("settings").select(["name", "value"]).execute();
     const stored = new Map(rows.map((row) => [row.name, row.value]));
     const result: Record<string, unknown> = {};
     for (const name of Object.keys(settingDefinitions) as SettingName[]) {
       result[name] = decode(name, stored.get(name));
     }
     return result as Settings;
+  }
+
+  /** A few settings in one statement (the web session check reads two on every page). */
+  async some<K extends SettingName>(names: readonly K[]): Promise<Pick<Settings, K>> {
+    const rows = await this.#db
+      .selectFrom("settings")
+      .select(["name", "value"])
+      .where("name", "in", names)
+      .execute();
+    const stored = new Map(rows.map((row) => [row.name, row.value]));
+    return Object.fromEntries(names.map((name) => [name, decode(name, stored.get(name))])) as Pick<
+      Settings,
+      K
+    >;
   }
 
   async get<K extends SettingName>(name: K): Promise<Settings[K]> {
@@ -258,12 +273,13 @@ export class SettingsService {
    */
   async update(
     values: Readonly<Record<string, string | number | boolean | null | undefined>>,
+    trx?: Transaction<Database>,
   ): Promise<Settings> {
     const normalized = Object.entries(values).map(
       ([name, value]) => [name, normalizeSetting(name, value)] as const,
     );
     const now = Math.floor(Date.now() / 1000);
-    await this.#db.transaction().execute(async (trx) => {
+    return inTransaction(this.#db, trx, async (trx) => {
       for (const [name, value] of normalized) {
         const updated = await trx
           .updateTable("settings")
@@ -274,7 +290,7 @@ export class SettingsService {
           await trx.insertInto("settings").values({ name, value, updated_at: now }).execute();
         }
       }
+      return this.all(trx);
     });
-    return this.all();
   }
 }

@@ -264,6 +264,15 @@ export interface CreateUserOptions {
   within?: (trx: Transaction<Database>, user: User) => Promise<void>;
 }
 
+/** Whom a function acts on: an address to look up, or the user row the caller has read already. */
+export type UserTarget = string | User;
+
+/**
+ * More work of the caller inside the function's transaction (an admin action's audit entry), for
+ * functions that do expensive work (Argon2, scrypt) before they open it.
+ */
+export type Within = (trx: Transaction<Database>) => Promise<void>;
+
 export interface CreatedUser {
   user: User;
   recoveryToken: string | null;
@@ -298,9 +307,9 @@ export class UserService {
   }
 
   /** A user by address, deleted ones included. */
-  async get(rawEmail: string): Promise<User> {
+  async get(rawEmail: string, db: Kysely<Database> = this.#db): Promise<User> {
     const address = parseAddress(rawEmail);
-    const user = address ? await this.findByEmail(address.email) : null;
+    const user = address ? await this.findByEmail(address.email, db) : null;
     if (!user) throw userNotFound();
     return user;
   }
@@ -311,6 +320,16 @@ export class UserService {
     const row = address ? await activeUserRow(db, address.email) : undefined;
     if (!row) throw userNotFound();
     return toUser(row);
+  }
+
+  /**
+   * The active user a function acts on: read by its address, or the row the caller read already
+   * (an admin action reads the user once, checks it and hands it down), which must be active.
+   */
+  async active(target: UserTarget, db: Kysely<Database> = this.#db): Promise<User> {
+    if (typeof target === "string") return this.getActive(target, db);
+    if (target.deleted) throw userNotFound();
+    return target;
   }
 
   /**
@@ -392,8 +411,9 @@ export class UserService {
   }
 
   /** Changes what an admin may change on an active user; all fields are checked before anything is written. */
-  async update(rawEmail: string, patch: UserPatch): Promise<User> {
-    const user = await this.getActive(rawEmail);
+  async update(target: UserTarget, patch: UserPatch, trx?: Transaction<Database>): Promise<User> {
+    if (!trx) return this.#db.transaction().execute((t) => this.update(target, patch, t));
+    const user = await this.active(target, trx);
     const changes: Partial<{
       roles: string;
       quota: number | null;
@@ -432,18 +452,16 @@ export class UserService {
       lastLoginTime = value;
     }
     if (Object.keys(changes).length > 0 || lastLoginTime !== undefined) {
-      await this.#db.transaction().execute(async (trx) => {
-        await trx
-          .updateTable("users")
-          .set({ ...changes, updated_at: nowSeconds() })
-          .where("id", "=", user.id)
-          .where(isActiveUser)
-          .execute();
-        if (lastLoginTime !== undefined)
-          await recordActivity(trx, user, { kind: "corrected", at: lastLoginTime });
-      });
+      await trx
+        .updateTable("users")
+        .set({ ...changes, updated_at: nowSeconds() })
+        .where("id", "=", user.id)
+        .where(isActiveUser)
+        .execute();
+      if (lastLoginTime !== undefined)
+        await recordActivity(trx, user, { kind: "corrected", at: lastLoginTime });
     }
-    return this.getActive(user.email);
+    return this.getActive(user.email, trx);
   }
 
   /**
@@ -452,11 +470,11 @@ export class UserService {
    * sign in afterwards (a code works once).
    */
   async enableTotp(
-    rawEmail: string,
+    target: UserTarget,
     input: TotpInput,
-    options: { usedStep?: number } = {},
+    options: { usedStep?: number; within?: Within } = {},
   ): Promise<{ secret: string; backupCodes: string[] }> {
-    const user = await this.getActive(rawEmail);
+    const user = await this.active(target);
     let secret: string;
     if (input.secret === undefined || input.secret === null) secret = generateTotpSecret();
     else if (
@@ -476,24 +494,28 @@ export class UserService {
     } else throw backupCodesInvalid();
     const usedStep = options.usedStep ?? null;
     if (usedStep !== null && (!Number.isSafeInteger(usedStep) || usedStep < 0)) throw totpStepInvalid();
+    // scrypt first, outside the transaction, so no lock is held while it runs.
     const hashed = await Promise.all(codes.map((code) => hashBackupCode(code)));
-    await this.#db
-      .updateTable("users")
-      .set({
-        totp_secret: secret,
-        totp_confirmed: 1,
-        totp_backup_codes: JSON.stringify(hashed),
-        totp_last_step: usedStep,
-        updated_at: nowSeconds(),
-      })
-      .where("id", "=", user.id)
-      .execute();
+    await this.#db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable("users")
+        .set({
+          totp_secret: secret,
+          totp_confirmed: 1,
+          totp_backup_codes: JSON.stringify(hashed),
+          totp_last_step: usedStep,
+          updated_at: nowSeconds(),
+        })
+        .where("id", "=", user.id)
+        .execute();
+      await options.within?.(trx);
+    });
     return { secret, backupCodes: codes };
   }
 
-  async disableTotp(rawEmail: string): Promise<void> {
-    const user = await this.getActive(rawEmail);
-    await this.#db
+  async disableTotp(target: UserTarget, db: Kysely<Database> = this.#db): Promise<void> {
+    const user = await this.active(target, db);
+    await db
       .updateTable("users")
       .set({
         totp_secret: null,

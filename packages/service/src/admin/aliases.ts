@@ -11,12 +11,12 @@ import {
 } from "../accounts/aliases.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService } from "../accounts/lifecycle.ts";
-import { activeUserRow, managedDomain } from "../accounts/queries.ts";
-import { parseStoredRoles } from "../accounts/roles.ts";
+import { managedDomain } from "../accounts/queries.ts";
 import { parseStringList } from "../accounts/users.ts";
 import { type Database, flag, toFlag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { inCursorOrder, type KeysetPage, keysetPage, type ListCursor } from "./keyset.ts";
+import { activeOwner } from "./users.ts";
 
 export interface AliasListFilter {
   /** Part of the source, a destination or the owner's address. */
@@ -133,10 +133,10 @@ export class AdminAliases {
   }
 
   /** An alias the actor may see, deleted ones included. */
-  async get(actor: Actor, source: string): Promise<AliasDetail> {
+  async get(actor: Actor, source: string, db: Kysely<Database> = this.#db): Promise<AliasDetail> {
     const address = parseAddress(String(source));
     const row = address
-      ? await this.#db
+      ? await db
           .selectFrom("aliases")
           .leftJoin("users as owners", "owners.id", "aliases.user_id")
           .select(["aliases.id", "aliases.domain_id", "owners.domain_id as owner_domain_id"])
@@ -145,7 +145,7 @@ export class AdminAliases {
       : undefined;
     if (!row) throw aliasNotFound();
     assertMay(actor, { kind: "alias", domainId: Number(row.domain_id) });
-    const view = await this.#aliases.get(address?.email ?? "");
+    const view = await this.#aliases.get(address?.email ?? "", db);
     return {
       ...view,
       id: Number(row.id),
@@ -159,82 +159,90 @@ export class AdminAliases {
    * admin creates only in its own domain, for owners it may manage, forwarding to the owner.
    */
   async create(actor: Actor, input: CreateAliasInput): Promise<AliasView> {
-    const source = typeof input.source === "string" ? input.source.trim().toLowerCase() : "";
-    const domainId = await this.#domainIdOf(source);
-    if (domainId !== null) assertMay(actor, { kind: "alias", domainId });
-    let owner = input.owner ?? null;
-    const destinations = input.destinations ?? [];
-    if (owner === null && destinations.length === 0 && actor.userId !== null) owner = actor.name;
-    let effective: CreateAliasInput = { ...input, owner };
-    if (actor.reach !== "all") {
-      if (owner === null) throw aliasOwnerRequired();
-      const ownerEmail = await this.#ownerInReach(actor, owner);
-      if (input.smtpQuota !== undefined && input.smtpQuota !== null) throw smtpQuotaAdminsOnly();
-      effective = { source: input.source, owner: ownerEmail, destinations: [ownerEmail] };
-    }
-    const alias = await this.#aliases.create(effective);
-    const view = await this.#aliases.get(alias.source);
-    await this.#audit.record(actor, {
-      action: "alias.create",
-      target: view.source,
-      targetDomainId: alias.domainId,
-      detail: { owner: view.owner, destinations: view.destinations, smtpQuota: view.smtpQuota },
+    return this.#db.transaction().execute(async (trx) => {
+      const source = typeof input.source === "string" ? input.source.trim().toLowerCase() : "";
+      const domainId = await this.#domainIdOf(source, trx);
+      if (domainId !== null) assertMay(actor, { kind: "alias", domainId });
+      let owner = input.owner ?? null;
+      const destinations = input.destinations ?? [];
+      if (owner === null && destinations.length === 0 && actor.userId !== null) owner = actor.name;
+      let effective: CreateAliasInput = { ...input, owner };
+      if (actor.reach !== "all") {
+        if (owner === null) throw aliasOwnerRequired();
+        const ownerEmail = await this.#ownerInReach(actor, owner, trx);
+        if (input.smtpQuota !== undefined && input.smtpQuota !== null) throw smtpQuotaAdminsOnly();
+        effective = { source: input.source, owner: ownerEmail, destinations: [ownerEmail] };
+      }
+      const alias = await this.#aliases.create(effective, trx);
+      const view = await this.#aliases.get(alias.source, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "alias.create",
+          target: view.source,
+          targetDomainId: alias.domainId,
+          detail: { owner: view.owner, destinations: view.destinations, smtpQuota: view.smtpQuota },
+        },
+        trx,
+      );
+      return view;
     });
-    return view;
   }
 
   /** Changes destinations, owner or SMTP limits; a domain admin's alias keeps forwarding to its owner. */
   async update(actor: Actor, source: string, patch: AliasPatch): Promise<AliasView> {
-    const before = await this.get(actor, source);
-    if (before.deleted) throw aliasNotFound();
-    let effective = patch;
-    if (actor.reach !== "all") {
-      if (before.owner !== null) await this.#ownerInReach(actor, before.owner);
-      if (patch.smtpQuota !== undefined) throw smtpQuotaAdminsOnly();
-      const owner = patch.owner === undefined ? before.owner : patch.owner;
-      if (owner === null) throw aliasOwnerRequired();
-      const ownerEmail = await this.#ownerInReach(actor, owner);
-      effective = { owner: ownerEmail, destinations: [ownerEmail] };
-    }
-    const after = await this.#aliases.update(before.source, effective);
-    const changes: Record<string, { from: unknown; to: unknown }> = {};
-    for (const name of ["owner", "destinations", "smtpQuota"] as const) {
-      if (JSON.stringify(before[name]) !== JSON.stringify(after[name]))
-        changes[name] = { from: before[name], to: after[name] };
-    }
-    if (Object.keys(changes).length > 0)
-      await this.#audit.record(actor, {
-        action: "alias.update",
-        target: after.source,
-        targetDomainId: before.domainId,
-        detail: changes,
-      });
-    return after;
+    return this.#db.transaction().execute(async (trx) => {
+      const before = await this.get(actor, source, trx);
+      if (before.deleted) throw aliasNotFound();
+      let effective = patch;
+      if (actor.reach !== "all") {
+        if (before.owner !== null) await this.#ownerInReach(actor, before.owner, trx);
+        if (patch.smtpQuota !== undefined) throw smtpQuotaAdminsOnly();
+        const owner = patch.owner === undefined ? before.owner : patch.owner;
+        if (owner === null) throw aliasOwnerRequired();
+        const ownerEmail = await this.#ownerInReach(actor, owner, trx);
+        effective = { owner: ownerEmail, destinations: [ownerEmail] };
+      }
+      const after = await this.#aliases.update(before.source, effective, trx);
+      const changes: Record<string, { from: unknown; to: unknown }> = {};
+      for (const name of ["owner", "destinations", "smtpQuota"] as const) {
+        if (JSON.stringify(before[name]) !== JSON.stringify(after[name]))
+          changes[name] = { from: before[name], to: after[name] };
+      }
+      if (Object.keys(changes).length > 0)
+        await this.#audit.record(
+          actor,
+          { action: "alias.update", target: after.source, targetDomainId: before.domainId, detail: changes },
+          trx,
+        );
+      return after;
+    });
   }
 
   async delete(actor: Actor, source: string): Promise<void> {
-    const alias = await this.get(actor, source);
-    await this.#lifecycle.deleteAlias(alias.source);
-    await this.#audit.record(actor, {
-      action: "alias.delete",
-      target: alias.source,
-      targetDomainId: alias.domainId,
+    await this.#db.transaction().execute(async (trx) => {
+      const alias = await this.get(actor, source, trx);
+      await this.#lifecycle.deleteAlias(alias.source, trx);
+      await this.#audit.record(
+        actor,
+        { action: "alias.delete", target: alias.source, targetDomainId: alias.domainId },
+        trx,
+      );
     });
   }
 
   /** The owner's address if the actor may manage that user, else a 403 (an unknown owner is the service's 422). */
-  async #ownerInReach(actor: Actor, owner: string): Promise<string> {
-    const address = parseAddress(String(owner).trim());
-    const row = address ? await activeUserRow(this.#db, address.email) : undefined;
+  async #ownerInReach(actor: Actor, owner: string, db: Kysely<Database>): Promise<string> {
+    const row = await activeOwner(db, owner);
     if (!row) throw ownerNotActive();
-    assertMay(actor, { kind: "user", domainId: Number(row.domain_id), roles: parseStoredRoles(row.roles) });
+    assertMay(actor, { kind: "user", domainId: row.domainId, roles: row.roles });
     return row.email;
   }
 
-  async #domainIdOf(address: string): Promise<number | null> {
+  async #domainIdOf(address: string, db: Kysely<Database>): Promise<number | null> {
     const at = address.lastIndexOf("@");
     if (at < 0) return null;
-    const domain = await managedDomain(this.#db, address.slice(at + 1));
+    const domain = await managedDomain(db, address.slice(at + 1));
     return domain ? domain.id : null;
   }
 }

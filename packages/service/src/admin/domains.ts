@@ -63,8 +63,8 @@ export class AdminDomains {
   }
 
   /** A domain the actor may see. */
-  async get(actor: Actor, name: string): Promise<Domain> {
-    const domain = await this.#domains.get(name);
+  async get(actor: Actor, name: string, db: Kysely<Database> = this.#db): Promise<Domain> {
+    const domain = await this.#domains.get(name, db);
     assertMay(actor, { kind: "domain", domainId: domain.id });
     return domain;
   }
@@ -112,14 +112,16 @@ export class AdminDomains {
   }
 
   async create(actor: Actor, name: string): Promise<Domain> {
-    assertMay(actor, { kind: "area", area: "domains" });
-    const domain = await this.#domains.create(name);
-    await this.#audit.record(actor, {
-      action: "domain.create",
-      target: domain.name,
-      targetDomainId: domain.id,
+    return this.#db.transaction().execute(async (trx) => {
+      assertMay(actor, { kind: "area", area: "domains" });
+      const domain = await this.#domains.create(name, trx);
+      await this.#audit.record(
+        actor,
+        { action: "domain.create", target: domain.name, targetDomainId: domain.id },
+        trx,
+      );
+      return domain;
     });
-    return domain;
   }
 
   /** Invitation settings: an admin for any domain, a domain admin for its own. */
@@ -128,21 +130,22 @@ export class AdminDomains {
     name: string,
     patch: { enabled?: unknown; limit?: unknown; waitingPeriodDays?: unknown },
   ): Promise<DomainInvitations> {
-    const domain = await this.get(actor, name);
-    const before = await this.#domains.invitations(domain.id);
-    const after = await this.#domains.updateInvitations(domain.name, patch);
-    const changes: Record<string, { from: unknown; to: unknown }> = {};
-    for (const field of ["enabled", "limit", "waitingPeriodDays"] as const)
-      if (before[field] !== after[field])
-        changes[`invitations.${field}`] = { from: before[field], to: after[field] };
-    if (Object.keys(changes).length > 0)
-      await this.#audit.record(actor, {
-        action: "domain.update",
-        target: domain.name,
-        targetDomainId: domain.id,
-        detail: changes,
-      });
-    return after;
+    return this.#db.transaction().execute(async (trx) => {
+      const domain = await this.get(actor, name, trx);
+      const before = await this.#domains.invitations(domain.id, trx);
+      const after = await this.#domains.updateInvitations(domain.name, patch, trx);
+      const changes: Record<string, { from: unknown; to: unknown }> = {};
+      for (const field of ["enabled", "limit", "waitingPeriodDays"] as const)
+        if (before[field] !== after[field])
+          changes[`invitations.${field}`] = { from: before[field], to: after[field] };
+      if (Object.keys(changes).length > 0)
+        await this.#audit.record(
+          actor,
+          { action: "domain.update", target: domain.name, targetDomainId: domain.id, detail: changes },
+          trx,
+        );
+      return after;
+    });
   }
 
   /**
@@ -150,17 +153,23 @@ export class AdminDomains {
    * unless forced). The domain of the actor's own account is never deleted from its own session.
    */
   async delete(actor: Actor, name: string, force: boolean): Promise<void> {
-    assertMay(actor, { kind: "area", area: "domains" });
-    const domain = await this.#domains.get(name);
-    if (actor.userId !== null && actor.domainId === domain.id)
-      throw domainHoldsOwnAccount({ name: domain.name });
-    const contents = await this.#domains.contents(domain.id);
-    await this.#domains.delete(domain.name, this.#lifecycle, force);
-    await this.#audit.record(actor, {
-      action: "domain.delete",
-      target: domain.name,
-      targetDomainId: domain.id,
-      detail: { force, ...contents },
+    await this.#db.transaction().execute(async (trx) => {
+      assertMay(actor, { kind: "area", area: "domains" });
+      const domain = await this.#domains.get(name, trx);
+      if (actor.userId !== null && actor.domainId === domain.id)
+        throw domainHoldsOwnAccount({ name: domain.name });
+      const contents = await this.#domains.contents(domain.id, trx);
+      await this.#domains.delete(domain, this.#lifecycle, force, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "domain.delete",
+          target: domain.name,
+          targetDomainId: domain.id,
+          detail: { force, ...contents },
+        },
+        trx,
+      );
     });
   }
 }

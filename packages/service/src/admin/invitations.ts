@@ -1,5 +1,4 @@
 import type { Kysely } from "kysely";
-import { parseAddress } from "../accounts/addresses.ts";
 import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { DomainService } from "../accounts/domains.ts";
@@ -11,11 +10,10 @@ import {
   inviteOwnerNotActive,
 } from "../accounts/invite-codes.ts";
 import type { Listing, Page } from "../accounts/paging.ts";
-import { activeUserRow } from "../accounts/queries.ts";
 import type { ReservedName, ReservedNameImport, ReservedNameService } from "../accounts/reserved-names.ts";
-import { parseStoredRoles } from "../accounts/roles.ts";
 import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
+import { activeOwner } from "./users.ts";
 
 /**
  * Invite codes in the admin area (reference 5.8): an admin for any domain, a domain admin for its
@@ -52,57 +50,67 @@ export class AdminInviteCodes {
     actor: Actor,
     input: { domain: string; owner: string; code?: string | null },
   ): Promise<InviteCode> {
-    const domain = await this.#domains.find(String(input.domain ?? ""));
-    if (!domain) throw inviteDomainNotManaged();
-    assertMay(actor, { kind: "invite-code", domainId: domain.id });
-    if (actor.reach !== "all" && !(await this.#domains.invitations(domain.id)).enabled)
-      throw invitationsOffForDomain();
-    const address = parseAddress(String(input.owner ?? "").trim());
-    const owner = address ? await activeUserRow(this.#db, address.email) : undefined;
-    if (!owner) throw inviteOwnerNotActive();
-    assertMay(actor, {
-      kind: "user",
-      domainId: Number(owner.domain_id),
-      roles: parseStoredRoles(owner.roles),
+    return this.#db.transaction().execute(async (trx) => {
+      const domain = await this.#domains.find(String(input.domain ?? ""), trx);
+      if (!domain) throw inviteDomainNotManaged();
+      assertMay(actor, { kind: "invite-code", domainId: domain.id });
+      if (actor.reach !== "all" && !(await this.#domains.invitations(domain.id, trx)).enabled)
+        throw invitationsOffForDomain();
+      const owner = await activeOwner(trx, input.owner);
+      if (!owner) throw inviteOwnerNotActive();
+      assertMay(actor, { kind: "user", domainId: owner.domainId, roles: owner.roles });
+      const scope = domainScope(actor);
+      const code = await this.#codes.create(
+        { domain: domain.name, owner: owner.email, code: input.code ?? null },
+        scope === null ? {} : { domainId: scope },
+        trx,
+      );
+      await this.#audit.record(
+        actor,
+        {
+          action: "invite-code.create",
+          target: `invite-code:${code.id}`,
+          targetDomainId: code.domainId,
+          detail: {
+            owner: code.owner,
+            domain: code.domain,
+            given: input.code !== undefined && input.code !== null,
+          },
+        },
+        trx,
+      );
+      return code;
     });
-    const scope = domainScope(actor);
-    const code = await this.#codes.create(
-      { domain: domain.name, owner: owner.email, code: input.code ?? null },
-      scope === null ? {} : { domainId: scope },
-    );
-    await this.#audit.record(actor, {
-      action: "invite-code.create",
-      target: `invite-code:${code.id}`,
-      targetDomainId: code.domainId,
-      detail: {
-        owner: code.owner,
-        domain: code.domain,
-        given: input.code !== undefined && input.code !== null,
-      },
-    });
-    return code;
   }
 
   async delete(actor: Actor, id: number): Promise<void> {
-    const scope = domainScope(actor);
-    const code = await this.#codes.get(id, scope === null ? {} : { domainId: scope });
-    assertMay(actor, { kind: "invite-code", domainId: code.domainId });
-    await this.#codes.delete(id, scope === null ? {} : { domainId: scope });
-    await this.#audit.record(actor, {
-      action: "invite-code.delete",
-      target: `invite-code:${code.id}`,
-      targetDomainId: code.domainId,
-      detail: { owner: code.owner, redeemed: code.redeemedAt !== null },
+    await this.#db.transaction().execute(async (trx) => {
+      const scope = domainScope(actor);
+      const code = await this.#codes.get(id, scope === null ? {} : { domainId: scope }, trx);
+      assertMay(actor, { kind: "invite-code", domainId: code.domainId });
+      await this.#codes.delete(id, scope === null ? {} : { domainId: scope }, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "invite-code.delete",
+          target: `invite-code:${code.id}`,
+          targetDomainId: code.domainId,
+          detail: { owner: code.owner, redeemed: code.redeemedAt !== null },
+        },
+        trx,
+      );
     });
   }
 }
 
 /** Reserved names (admins only): list, create, delete, import from and export to a text file. */
 export class AdminReservedNames {
+  readonly #db: Kysely<Database>;
   readonly #names: ReservedNameService;
   readonly #audit: AuditLog;
 
-  constructor(names: ReservedNameService, audit: AuditLog) {
+  constructor(db: Kysely<Database>, names: ReservedNameService, audit: AuditLog) {
+    this.#db = db;
     this.#names = names;
     this.#audit = audit;
   }
@@ -117,27 +125,41 @@ export class AdminReservedNames {
   }
 
   async create(actor: Actor, name: string): Promise<ReservedName> {
-    this.#check(actor);
-    const created = await this.#names.create(name);
-    await this.#audit.record(actor, { action: "reserved-name.create", target: created.name });
-    return created;
+    return this.#db.transaction().execute(async (trx) => {
+      this.#check(actor);
+      const created = await this.#names.create(name, trx);
+      await this.#audit.record(actor, { action: "reserved-name.create", target: created.name }, trx);
+      return created;
+    });
   }
 
   async delete(actor: Actor, name: string): Promise<void> {
-    this.#check(actor);
-    await this.#names.delete(name);
-    await this.#audit.record(actor, { action: "reserved-name.delete", target: name.trim().toLowerCase() });
+    await this.#db.transaction().execute(async (trx) => {
+      this.#check(actor);
+      await this.#names.delete(name, trx);
+      await this.#audit.record(
+        actor,
+        { action: "reserved-name.delete", target: name.trim().toLowerCase() },
+        trx,
+      );
+    });
   }
 
   async import(actor: Actor, text: string): Promise<ReservedNameImport> {
-    this.#check(actor);
-    const result = await this.#names.import(text);
-    await this.#audit.record(actor, {
-      action: "reserved-name.import",
-      target: "reserved-names",
-      detail: { imported: result.imported, skipped: result.skipped, invalid: result.invalid.length },
+    return this.#db.transaction().execute(async (trx) => {
+      this.#check(actor);
+      const result = await this.#names.import(text, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "reserved-name.import",
+          target: "reserved-names",
+          detail: { imported: result.imported, skipped: result.skipped, invalid: result.invalid.length },
+        },
+        trx,
+      );
+      return result;
     });
-    return result;
   }
 
   async export(actor: Actor): Promise<string> {

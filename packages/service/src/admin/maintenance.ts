@@ -111,11 +111,17 @@ export class AdminMaintenance {
     } else {
       result = await new Scheduler(this.#db, options.logger, jobs).runNow(name);
     }
-    await this.#audit.record(actor, {
-      action: "job.run",
-      target: name,
-      detail: { dryRun: options.dryRun === true, result },
-    });
+    // A job is many transactions of its own (each deletion, each batch), not one change: its entry,
+    // which names the job's result, is written once the job has run.
+    await this.#db
+      .transaction()
+      .execute((trx) =>
+        this.#audit.record(
+          actor,
+          { action: "job.run", target: name, detail: { dryRun: options.dryRun === true, result } },
+          trx,
+        ),
+      );
     return { name, dryRun: options.dryRun === true, result, report };
   }
 }

@@ -78,45 +78,57 @@ export class AdminOpenPgpKeys {
 
   /** Publishes a key for an address of a domain the actor reaches (an active user's or alias's). */
   async import(actor: Actor, email: string, data: Uint8Array | string): Promise<OpenPgpKeyInfo> {
-    const domainId = await this.#domainIdOf(email);
-    assertMay(actor, { kind: "openpgp-key", domainId });
-    const info = await this.#keys.import(email, data, actor.userId);
-    await this.#audit.record(actor, {
-      action: "openpgp-key.import",
-      target: info.email,
-      targetDomainId: domainId,
-      detail: { keyId: info.keyId, fingerprint: info.fingerprint, expiresAt: info.expiresAt },
+    return this.#db.transaction().execute(async (trx) => {
+      const domainId = await this.#domainIdOf(email, trx);
+      assertMay(actor, { kind: "openpgp-key", domainId });
+      const info = await this.#keys.import(email, data, actor.userId, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "openpgp-key.import",
+          target: info.email,
+          targetDomainId: domainId,
+          detail: { keyId: info.keyId, fingerprint: info.fingerprint, expiresAt: info.expiresAt },
+        },
+        trx,
+      );
+      return info;
     });
-    return info;
   }
 
   async delete(actor: Actor, email: string): Promise<OpenPgpKeyInfo> {
-    const address = parseAddress(String(email).trim());
-    const row = address
-      ? await this.#db
-          .selectFrom("openpgp_keys")
-          .select("domain_id")
-          .where("email", "=", address.email)
-          .executeTakeFirst()
-      : undefined;
-    if (!row) throw keyNotFound();
-    const domainId = Number(row.domain_id);
-    assertMay(actor, { kind: "openpgp-key", domainId });
-    const info = await this.#keys.delete(email);
-    await this.#audit.record(actor, {
-      action: "openpgp-key.delete",
-      target: info.email,
-      targetDomainId: domainId,
-      detail: { keyId: info.keyId, fingerprint: info.fingerprint },
+    return this.#db.transaction().execute(async (trx) => {
+      const address = parseAddress(String(email).trim());
+      const row = address
+        ? await trx
+            .selectFrom("openpgp_keys")
+            .select("domain_id")
+            .where("email", "=", address.email)
+            .executeTakeFirst()
+        : undefined;
+      if (!row) throw keyNotFound();
+      const domainId = Number(row.domain_id);
+      assertMay(actor, { kind: "openpgp-key", domainId });
+      const info = await this.#keys.delete(email, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "openpgp-key.delete",
+          target: info.email,
+          targetDomainId: domainId,
+          detail: { keyId: info.keyId, fingerprint: info.fingerprint },
+        },
+        trx,
+      );
+      return info;
     });
-    return info;
   }
 
   /** The managed domain of an address; the importer's own message when there is none. */
-  async #domainIdOf(email: string): Promise<number> {
+  async #domainIdOf(email: string, db: Kysely<Database>): Promise<number> {
     const address = parseAddress(String(email).trim());
     if (!address) throw keyAddressInvalid();
-    const domain = await managedDomain(this.#db, address.domain);
+    const domain = await managedDomain(db, address.domain);
     if (!domain) throw domainNotManaged({ field: "email", domain: address.domain });
     return domain.id;
   }

@@ -62,10 +62,10 @@ export class AdminService {
     this.domains = new AdminDomains(db, deps.domains, deps.lifecycle, audit);
     this.openPgpKeys = new AdminOpenPgpKeys(db, deps.openPgpKeys, audit);
     this.inviteCodes = new AdminInviteCodes(db, deps.inviteCodes, deps.domains, audit);
-    this.reservedNames = new AdminReservedNames(deps.reservedNames, audit);
-    this.settings = new AdminSettings(deps.settings, audit);
-    this.tokens = new AdminTokens(deps.tokens, audit);
-    this.webhooks = new AdminWebhooks(deps.webhooks, audit);
+    this.reservedNames = new AdminReservedNames(db, deps.reservedNames, audit);
+    this.settings = new AdminSettings(db, deps.settings, audit);
+    this.tokens = new AdminTokens(db, deps.tokens, audit);
+    this.webhooks = new AdminWebhooks(db, deps.webhooks, audit);
     this.maintenance = new AdminMaintenance(db, deps.settings, deps.lifecycle, deps.webhooks, audit);
     this.dashboard = new AdminDashboard(db, deps.webhooks);
   }

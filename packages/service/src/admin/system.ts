@@ -1,7 +1,8 @@
+import type { Kysely } from "kysely";
 import { type Actor, assertMay } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { Settings, SettingsService } from "../accounts/settings.ts";
-import type { DeliveryStatus } from "../db/schema.ts";
+import type { Database, DeliveryStatus } from "../db/schema.ts";
 import type { ApiToken, CreatedToken, TokenService } from "../tokens/tokens.ts";
 import type {
   WebhookDelivery,
@@ -16,10 +17,12 @@ import type {
  * audit log, with the changed values but never a token or secret.
  */
 export class AdminSettings {
+  readonly #db: Kysely<Database>;
   readonly #settings: SettingsService;
   readonly #audit: AuditLog;
 
-  constructor(settings: SettingsService, audit: AuditLog) {
+  constructor(db: Kysely<Database>, settings: SettingsService, audit: AuditLog) {
+    this.#db = db;
     this.#settings = settings;
     this.#audit = audit;
   }
@@ -34,23 +37,31 @@ export class AdminSettings {
     actor: Actor,
     values: Readonly<Record<string, string | number | boolean | null | undefined>>,
   ): Promise<Settings> {
-    assertMay(actor, { kind: "area", area: "settings" });
-    const before = await this.#settings.all();
-    const after = await this.#settings.update(values);
-    const changes: Record<string, { from: unknown; to: unknown }> = {};
-    for (const name of Object.keys(after) as (keyof Settings)[])
-      if (before[name] !== after[name]) changes[name] = { from: before[name], to: after[name] };
-    if (Object.keys(changes).length > 0)
-      await this.#audit.record(actor, { action: "settings.update", target: "settings", detail: changes });
-    return after;
+    return this.#db.transaction().execute(async (trx) => {
+      assertMay(actor, { kind: "area", area: "settings" });
+      const before = await this.#settings.all(trx);
+      const after = await this.#settings.update(values, trx);
+      const changes: Record<string, { from: unknown; to: unknown }> = {};
+      for (const name of Object.keys(after) as (keyof Settings)[])
+        if (before[name] !== after[name]) changes[name] = { from: before[name], to: after[name] };
+      if (Object.keys(changes).length > 0)
+        await this.#audit.record(
+          actor,
+          { action: "settings.update", target: "settings", detail: changes },
+          trx,
+        );
+      return after;
+    });
   }
 }
 
 export class AdminTokens {
+  readonly #db: Kysely<Database>;
   readonly #tokens: TokenService;
   readonly #audit: AuditLog;
 
-  constructor(tokens: TokenService, audit: AuditLog) {
+  constructor(db: Kysely<Database>, tokens: TokenService, audit: AuditLog) {
+    this.#db = db;
     this.#tokens = tokens;
     this.#audit = audit;
   }
@@ -62,33 +73,47 @@ export class AdminTokens {
 
   /** A new token; the plain token is returned once and never logged. */
   async create(actor: Actor, name: unknown, scopes: unknown): Promise<CreatedToken> {
-    assertMay(actor, { kind: "area", area: "api-tokens" });
-    const created = await this.#tokens.create(name, scopes);
-    await this.#audit.record(actor, {
-      action: "api-token.create",
-      target: `api-token:${created.token.name}`,
-      detail: { id: created.token.id, scopes: created.token.scopes },
+    return this.#db.transaction().execute(async (trx) => {
+      assertMay(actor, { kind: "area", area: "api-tokens" });
+      const created = await this.#tokens.create(name, scopes, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "api-token.create",
+          target: `api-token:${created.token.name}`,
+          detail: { id: created.token.id, scopes: created.token.scopes },
+        },
+        trx,
+      );
+      return created;
     });
-    return created;
   }
 
   async delete(actor: Actor, id: number): Promise<void> {
-    assertMay(actor, { kind: "area", area: "api-tokens" });
-    const token = (await this.#tokens.list()).find((t) => t.id === id);
-    await this.#tokens.delete(id);
-    await this.#audit.record(actor, {
-      action: "api-token.delete",
-      target: `api-token:${token?.name ?? id}`,
-      detail: { id, scopes: token?.scopes ?? [] },
+    await this.#db.transaction().execute(async (trx) => {
+      assertMay(actor, { kind: "area", area: "api-tokens" });
+      const token = (await this.#tokens.list(trx)).find((t) => t.id === id);
+      await this.#tokens.delete(id, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "api-token.delete",
+          target: `api-token:${token?.name ?? id}`,
+          detail: { id, scopes: token?.scopes ?? [] },
+        },
+        trx,
+      );
     });
   }
 }
 
 export class AdminWebhooks {
+  readonly #db: Kysely<Database>;
   readonly #webhooks: WebhookService;
   readonly #audit: AuditLog;
 
-  constructor(webhooks: WebhookService, audit: AuditLog) {
+  constructor(db: Kysely<Database>, webhooks: WebhookService, audit: AuditLog) {
+    this.#db = db;
     this.#webhooks = webhooks;
     this.#audit = audit;
   }
@@ -109,45 +134,59 @@ export class AdminWebhooks {
 
   /** A new endpoint; its secret (given or made) is returned once to the caller, never to the log. */
   async create(actor: Actor, input: WebhookInput): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
-    this.#check(actor);
-    const result = await this.#webhooks.create(input);
-    const { endpoint } = result;
-    await this.#audit.record(actor, {
-      action: "webhook.create",
-      target: `webhook:${endpoint.id}`,
-      detail: {
-        url: endpoint.url,
-        events: endpoint.events,
-        domains: endpoint.domains,
-        enabled: endpoint.enabled,
-      },
+    return this.#db.transaction().execute(async (trx) => {
+      this.#check(actor);
+      const result = await this.#webhooks.create(input, trx);
+      const { endpoint } = result;
+      await this.#audit.record(
+        actor,
+        {
+          action: "webhook.create",
+          target: `webhook:${endpoint.id}`,
+          detail: {
+            url: endpoint.url,
+            events: endpoint.events,
+            domains: endpoint.domains,
+            enabled: endpoint.enabled,
+          },
+        },
+        trx,
+      );
+      return result;
     });
-    return result;
   }
 
   async update(actor: Actor, id: number, input: WebhookInput): Promise<WebhookEndpoint> {
-    this.#check(actor);
-    const before = await this.#webhooks.get(id);
-    const after = await this.#webhooks.update(id, input);
-    const changes: Record<string, unknown> = {};
-    for (const name of ["url", "events", "domains", "enabled"] as const)
-      if (JSON.stringify(before[name]) !== JSON.stringify(after[name]))
-        changes[name] = { from: before[name], to: after[name] };
-    // That the secret changed is worth knowing; the secret itself is not.
-    if (input.secret !== undefined && input.secret !== null) changes.secretChanged = true;
-    if (Object.keys(changes).length > 0)
-      await this.#audit.record(actor, { action: "webhook.update", target: `webhook:${id}`, detail: changes });
-    return after;
+    return this.#db.transaction().execute(async (trx) => {
+      this.#check(actor);
+      const before = await this.#webhooks.get(id, trx);
+      const after = await this.#webhooks.update(id, input, trx);
+      const changes: Record<string, unknown> = {};
+      for (const name of ["url", "events", "domains", "enabled"] as const)
+        if (JSON.stringify(before[name]) !== JSON.stringify(after[name]))
+          changes[name] = { from: before[name], to: after[name] };
+      // That the secret changed is worth knowing; the secret itself is not.
+      if (input.secret !== undefined && input.secret !== null) changes.secretChanged = true;
+      if (Object.keys(changes).length > 0)
+        await this.#audit.record(
+          actor,
+          { action: "webhook.update", target: `webhook:${id}`, detail: changes },
+          trx,
+        );
+      return after;
+    });
   }
 
   async delete(actor: Actor, id: number): Promise<void> {
-    this.#check(actor);
-    const endpoint = await this.#webhooks.get(id);
-    await this.#webhooks.delete(id);
-    await this.#audit.record(actor, {
-      action: "webhook.delete",
-      target: `webhook:${id}`,
-      detail: { url: endpoint.url },
+    await this.#db.transaction().execute(async (trx) => {
+      this.#check(actor);
+      const endpoint = await this.#webhooks.get(id, trx);
+      await this.#webhooks.delete(id, trx);
+      await this.#audit.record(
+        actor,
+        { action: "webhook.delete", target: `webhook:${id}`, detail: { url: endpoint.url } },
+        trx,
+      );
     });
   }
 
@@ -172,13 +211,19 @@ export class AdminWebhooks {
 
   /** Queues a failed delivery again (the same bytes and signature). */
   async retry(actor: Actor, deliveryId: string): Promise<WebhookDelivery> {
-    this.#check(actor);
-    const delivery = await this.#webhooks.retry(deliveryId);
-    await this.#audit.record(actor, {
-      action: "webhook-delivery.retry",
-      target: `webhook:${delivery.endpointId}`,
-      detail: { delivery: delivery.id, type: delivery.type },
+    return this.#db.transaction().execute(async (trx) => {
+      this.#check(actor);
+      const delivery = await this.#webhooks.retry(deliveryId, trx);
+      await this.#audit.record(
+        actor,
+        {
+          action: "webhook-delivery.retry",
+          target: `webhook:${delivery.endpointId}`,
+          detail: { delivery: delivery.id, type: delivery.type },
+        },
+        trx,
+      );
+      return delivery;
     });
-    return delivery;
   }
 }

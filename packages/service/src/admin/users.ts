@@ -1,10 +1,11 @@
 import { type Kysely, sql } from "kysely";
+import { parseAddress } from "../accounts/addresses.ts";
 import type { Actor } from "../accounts/admin-scope.ts";
 import { assertMay, assertRoleChange, domainScope } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService, NewCredentials } from "../accounts/lifecycle.ts";
 import { containsText } from "../accounts/paging.ts";
-import { endWebSessions, managedDomain } from "../accounts/queries.ts";
+import { activeUserRow, endWebSessions, managedDomain } from "../accounts/queries.ts";
 import { normalizeRoles, parseStoredRoles, type Role } from "../accounts/roles.ts";
 import {
   type CreatedUser,
@@ -63,6 +64,19 @@ const searchWalk = 20_000;
 /** The stored roles contain this role (JSON text `["ROLE_USER","ROLE_X"]`; `_` escaped for LIKE). */
 export const holdsRole = (role: Role) =>
   sql<boolean>`roles LIKE ${`%"${role.replaceAll("_", "!_")}"%`} ESCAPE '!'`;
+
+/**
+ * The active user with this address (as typed: trimmed, any case) and what the scope rule needs of
+ * it, its domain and stored roles: an alias's or an invite code's owner. Undefined when there is none.
+ */
+export async function activeOwner(
+  db: Kysely<Database>,
+  rawAddress: unknown,
+): Promise<{ email: string; domainId: number; roles: Role[] } | undefined> {
+  const address = parseAddress(String(rawAddress ?? "").trim());
+  const row = address ? await activeUserRow(db, address.email) : undefined;
+  return row && { email: row.email, domainId: Number(row.domain_id), roles: parseStoredRoles(row.roles) };
+}
 
 /**
  * The users of the admin area: every action checks the actor's reach (admin-scope.ts) and is
@@ -193,8 +207,8 @@ export class AdminUsers {
   }
 
   /** A user the actor may see (deleted ones included), or a 404/403. */
-  async get(actor: Actor, email: string): Promise<User> {
-    const user = await this.#users.get(email);
+  async get(actor: Actor, email: string, db: Kysely<Database> = this.#db): Promise<User> {
+    const user = await this.#users.get(email, db);
     assertMay(actor, { kind: "user", domainId: user.domainId, roles: user.roles });
     return user;
   }
@@ -258,7 +272,10 @@ export class AdminUsers {
     };
   }
 
-  /** A new user; a domain admin only in its own domain and with the roles it may assign. */
+  /**
+   * A new user; a domain admin only in its own domain and with the roles it may assign. Checked
+   * before Argon2 runs, again on the created row, and audited inside the creating transaction.
+   */
   async create(actor: Actor, input: CreateUserInput): Promise<CreatedUser> {
     const domainId = await this.#domainIdOf(input.email);
     const roles = checkRoles(input.roles ?? []);
@@ -266,71 +283,97 @@ export class AdminUsers {
     else if (actor.reach !== "all")
       throw domainOfAddressNotManaged({ email: String(input.email).slice(0, 100) });
     assertRoleChange(actor, normalizeRoles([]), roles);
-    const created = await this.#users.create({ ...input, roles });
-    await this.#audit.record(actor, {
-      action: "user.create",
-      target: created.user.email,
-      targetDomainId: created.user.domainId,
-      detail: {
-        roles: created.user.roles,
-        quota: created.user.quota,
-        mailCrypt: created.user.mailCrypt,
-        passwordChangeRequired: created.user.passwordChangeRequired,
-        smtpQuota: created.user.smtpQuota,
+    return this.#users.create(
+      { ...input, roles },
+      {
+        within: async (trx, user) => {
+          assertMay(actor, { kind: "user", domainId: user.domainId, roles: [] });
+          await this.#audit.record(
+            actor,
+            {
+              action: "user.create",
+              target: user.email,
+              targetDomainId: user.domainId,
+              detail: {
+                roles: user.roles,
+                quota: user.quota,
+                mailCrypt: user.mailCrypt,
+                passwordChangeRequired: user.passwordChangeRequired,
+                smtpQuota: user.smtpQuota,
+              },
+            },
+            trx,
+          );
+        },
       },
-    });
-    return created;
+    );
   }
 
   /** Changes an active user; the audit entry names each changed field with its old and new value. */
   async update(actor: Actor, email: string, patch: UserPatch): Promise<User> {
-    const before = await this.get(actor, email);
-    if (patch.roles !== undefined) assertRoleChange(actor, before.roles, checkRoles(patch.roles));
-    const after = await this.#users.update(before.email, patch);
-    const changes = changedFields(before, after);
-    if (Object.keys(changes).length > 0)
-      await this.#audit.record(actor, {
-        action: "user.update",
-        target: after.email,
-        targetDomainId: after.domainId,
-        detail: changes,
-      });
-    return after;
-  }
-
-  async delete(actor: Actor, email: string): Promise<void> {
-    const user = await this.get(actor, email);
-    await this.#lifecycle.delete(user.email);
-    await this.#audit.record(actor, {
-      action: "user.delete",
-      target: user.email,
-      targetDomainId: user.domainId,
+    return this.#db.transaction().execute(async (trx) => {
+      const before = await this.get(actor, email, trx);
+      if (patch.roles !== undefined) assertRoleChange(actor, before.roles, checkRoles(patch.roles));
+      const after = await this.#users.update(before, patch, trx);
+      const changes = changedFields(before, after);
+      if (Object.keys(changes).length > 0)
+        await this.#audit.record(
+          actor,
+          { action: "user.update", target: after.email, targetDomainId: after.domainId, detail: changes },
+          trx,
+        );
+      return after;
     });
   }
 
-  /** New password; new keys and recovery token where MailCrypt applies (returned once, never logged). */
+  /** Deletes the user read here, once (LifecycleService.delete acts on that row); returns it. */
+  async delete(actor: Actor, email: string): Promise<User> {
+    return this.#db.transaction().execute(async (trx) => {
+      const user = await this.get(actor, email, trx);
+      await this.#lifecycle.delete(user, trx);
+      await this.#audit.record(
+        actor,
+        { action: "user.delete", target: user.email, targetDomainId: user.domainId },
+        trx,
+      );
+      return user;
+    });
+  }
+
+  /**
+   * New password; new keys and recovery token where MailCrypt applies (returned once, never
+   * logged). Argon2 runs between the check and the transaction that writes and audits.
+   */
   async reset(actor: Actor, email: string, password: string): Promise<NewCredentials> {
     const user = await this.get(actor, email);
-    const result = await this.#lifecycle.reset(user.email, password);
-    await this.#audit.record(actor, {
-      action: "user.reset",
-      target: user.email,
-      targetDomainId: user.domainId,
-      detail: { newRecoveryToken: result.recoveryToken !== null },
-    });
-    return result;
+    return this.#lifecycle.reset(user, password, (trx, result) =>
+      this.#audit.record(
+        actor,
+        {
+          action: "user.reset",
+          target: user.email,
+          targetDomainId: user.domainId,
+          detail: { newRecoveryToken: result.recoveryToken !== null },
+        },
+        trx,
+      ),
+    );
   }
 
   async restore(actor: Actor, email: string, password: string): Promise<NewCredentials> {
     const user = await this.get(actor, email);
-    const result = await this.#lifecycle.restore(user.email, password);
-    await this.#audit.record(actor, {
-      action: "user.restore",
-      target: user.email,
-      targetDomainId: user.domainId,
-      detail: { newRecoveryToken: result.recoveryToken !== null },
-    });
-    return result;
+    return this.#lifecycle.restore(user, password, (trx, result) =>
+      this.#audit.record(
+        actor,
+        {
+          action: "user.restore",
+          target: user.email,
+          targetDomainId: user.domainId,
+          detail: { newRecoveryToken: result.recoveryToken !== null },
+        },
+        trx,
+      ),
+    );
   }
 
   async enableTotp(
@@ -339,33 +382,38 @@ export class AdminUsers {
     input: TotpInput,
   ): Promise<{ secret: string; backupCodes: string[] }> {
     const user = await this.get(actor, email);
-    const result = await this.#users.enableTotp(user.email, input);
-    await this.#audit.record(actor, {
-      action: "user.totp.enable",
-      target: user.email,
-      targetDomainId: user.domainId,
+    return this.#users.enableTotp(user, input, {
+      within: (trx) =>
+        this.#audit.record(
+          actor,
+          { action: "user.totp.enable", target: user.email, targetDomainId: user.domainId },
+          trx,
+        ),
     });
-    return result;
   }
 
   async disableTotp(actor: Actor, email: string): Promise<void> {
-    const user = await this.get(actor, email);
-    await this.#users.disableTotp(user.email);
-    await this.#audit.record(actor, {
-      action: "user.totp.disable",
-      target: user.email,
-      targetDomainId: user.domainId,
+    await this.#db.transaction().execute(async (trx) => {
+      const user = await this.get(actor, email, trx);
+      await this.#users.disableTotp(user, trx);
+      await this.#audit.record(
+        actor,
+        { action: "user.totp.disable", target: user.email, targetDomainId: user.domainId },
+        trx,
+      );
     });
   }
 
   /** Ends every web session of the user (its sign-ins everywhere). */
   async endSessions(actor: Actor, email: string): Promise<void> {
-    const user = await this.get(actor, email);
-    await endWebSessions(this.#db, user.id);
-    await this.#audit.record(actor, {
-      action: "user.sessions.end",
-      target: user.email,
-      targetDomainId: user.domainId,
+    await this.#db.transaction().execute(async (trx) => {
+      const user = await this.get(actor, email, trx);
+      await endWebSessions(trx, user.id);
+      await this.#audit.record(
+        actor,
+        { action: "user.sessions.end", target: user.email, targetDomainId: user.domainId },
+        trx,
+      );
     });
   }
 

@@ -4,6 +4,7 @@ import { dirname, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import {
   Kysely,
+  type KyselyConfig,
   MysqlDialect,
   type MysqlPool,
   type MysqlPoolConnection,
@@ -30,6 +31,8 @@ import { withKeptStatements } from "./sqlite-statements.ts";
 
 /** A query without an answer for this long fails (the database counts as unavailable). */
 const queryTimeoutMs = 10000;
+
+type Log = Pick<KyselyConfig, "log">;
 
 export type DialectName = "sqlite" | "postgres" | "mysql";
 
@@ -65,25 +68,32 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** PostgreSQL: compiled reads as named prepared statements (default true). */
   preparedStatements?: boolean;
+  /** Kysely's log hook: every statement it runs, BEGIN and COMMIT included (the tests count them). */
+  log?: KyselyConfig["log"];
 }
 
 /** The one place that knows which dialect a DATABASE_URL means. */
 export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<DatabaseHandle> {
   const poolSize = options.poolSize ?? 10;
-  if (url.startsWith("sqlite:")) return openSqlite(url.slice("sqlite:".length));
-  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, poolSize, options.preparedStatements ?? true);
-  if (/^(mysql|mariadb):\/\//.test(url)) return openMysql(url, poolSize);
+  const log = options.log === undefined ? {} : { log: options.log };
+  if (url.startsWith("sqlite:")) return openSqlite(url.slice("sqlite:".length), log);
+  if (/^postgres(ql)?:\/\//.test(url))
+    return openPostgres(url, poolSize, options.preparedStatements ?? true, log);
+  if (/^(mysql|mariadb):\/\//.test(url)) return openMysql(url, poolSize, log);
   throw new Error("unsupported DATABASE_URL scheme");
 }
 
-function openSqlite(path: string): DatabaseHandle {
+function openSqlite(path: string, log: Log): DatabaseHandle {
   const file = path.replace(/^\/\/(?=\/)/, "");
   const memory = file === ":memory:" || file === "";
   if (!memory) mkdirSync(dirname(resolve(file)), { recursive: true });
   const sqlite = configureSqlite(new BetterSqlite3(memory ? ":memory:" : file));
   // WAL lets readers proceed during a write; a busy timeout covers other processes (the console).
   sqlite.pragma("journal_mode = WAL");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withKeptStatements(sqlite) }) });
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withKeptStatements(sqlite) }),
+    ...log,
+  });
   if (memory) {
     // An in-memory database exists only on its one connection: keyed reads go through Kysely.
     return {
@@ -125,6 +135,7 @@ async function openPostgres(
   url: string,
   poolSize: number,
   preparedStatements: boolean,
+  log: Log,
 ): Promise<DatabaseHandle> {
   const pg = (await import("pg")).default;
   // BIGINT (our Unix times) and COUNT(*) come back as strings by default; they fit a JS number.
@@ -141,7 +152,7 @@ async function openPostgres(
   // (the query under way still fails, and the pool drops the broken client when it is released).
   pool.on("error", () => {});
   pool.on("connect", (client) => client.on("error", () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...log });
   // Keyed reads run straight on the pool (as Kysely's own root queries do, so never inside a
   // transaction's connection), as named prepared statements: PostgreSQL parses and plans each once
   // per pooled connection instead of on every call. A pooler in transaction mode without
@@ -159,7 +170,7 @@ async function openPostgres(
   };
 }
 
-async function openMysql(url: string, poolSize: number): Promise<DatabaseHandle> {
+async function openMysql(url: string, poolSize: number, log: Log): Promise<DatabaseHandle> {
   const mysql = await import("mysql2");
   const pool = mysql.createPool({
     uri: url.replace(/^mariadb:/, "mysql:"),
@@ -172,7 +183,7 @@ async function openMysql(url: string, poolSize: number): Promise<DatabaseHandle>
   });
   pool.on("connection", (connection) => connection.on("error", () => {}));
   const timed = new TimedMysqlPool(pool, queryTimeoutMs);
-  const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool: timed }) });
+  const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool: timed }), ...log });
   const run = <Row>(text: string, values: unknown[]) => timed.query<Row>(text, values);
   return {
     db,

@@ -1,9 +1,10 @@
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import * as openpgp from "openpgp";
 import { parseAddress } from "../accounts/addresses.ts";
 import { activeUserRow, managedDomain } from "../accounts/queries.ts";
 import { domainNotManaged, nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
+import { inTransaction } from "../db/transaction.ts";
 import { refusal } from "../errors.ts";
 import { wkdHash } from "./wkd.ts";
 
@@ -95,7 +96,11 @@ export class OpenPgpKeyService {
     rawEmail: string,
     data: Uint8Array | string,
     uploaderId: number | null = null,
+    trx?: Transaction<Database>,
   ): Promise<OpenPgpKeyInfo> {
+    // The caller's transaction (an admin action's) is used throughout when given; otherwise only
+    // the write is one, after the key is parsed.
+    const db = trx ?? this.#db;
     const address = parseAddress(String(rawEmail));
     if (!address) throw keyAddressInvalid();
     const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
@@ -103,9 +108,9 @@ export class OpenPgpKeyService {
     const armored =
       typeof data === "string" ? data.includes(armorMarker) : Buffer.from(data).includes(armorMarker);
     if (size > (armored ? maxArmoredKeyBytes : maxKeyBytes)) throw keyTooLarge();
-    const domain = await managedDomain(this.#db, address.domain);
+    const domain = await managedDomain(db, address.domain);
     if (!domain) throw domainNotManaged({ field: "email", domain: address.domain });
-    await this.#assertHeld(address.email);
+    await this.#assertHeld(address.email, db);
 
     const keys = await readKeys(data);
     const matching = keys.filter((key) =>
@@ -135,7 +140,7 @@ export class OpenPgpKeyService {
       uploader_id: uploaderId,
       updated_at: now,
     };
-    await this.#db.transaction().execute(async (trx) => {
+    await inTransaction(this.#db, trx, async (trx) => {
       const updated = await trx
         .updateTable("openpgp_keys")
         .set(row)
@@ -151,14 +156,10 @@ export class OpenPgpKeyService {
     return info;
   }
 
-  async get(rawEmail: string): Promise<OpenPgpKeyInfo> {
+  async get(rawEmail: string, db: Kysely<Database> = this.#db): Promise<OpenPgpKeyInfo> {
     const address = parseAddress(String(rawEmail));
     const row = address
-      ? await this.#db
-          .selectFrom("openpgp_keys")
-          .selectAll()
-          .where("email", "=", address.email)
-          .executeTakeFirst()
+      ? await db.selectFrom("openpgp_keys").selectAll().where("email", "=", address.email).executeTakeFirst()
       : undefined;
     if (!row) throw keyNotFound();
     return {
@@ -170,9 +171,9 @@ export class OpenPgpKeyService {
     };
   }
 
-  async delete(rawEmail: string): Promise<OpenPgpKeyInfo> {
-    const info = await this.get(rawEmail);
-    await this.#db.deleteFrom("openpgp_keys").where("email", "=", info.email).execute();
+  async delete(rawEmail: string, db: Kysely<Database> = this.#db): Promise<OpenPgpKeyInfo> {
+    const info = await this.get(rawEmail, db);
+    await db.deleteFrom("openpgp_keys").where("email", "=", info.email).execute();
     return info;
   }
 
@@ -185,10 +186,10 @@ export class OpenPgpKeyService {
   }
 
   /** Keys are published only for addresses an active user or alias holds. */
-  async #assertHeld(email: string) {
+  async #assertHeld(email: string, db: Kysely<Database>) {
     const [user, alias] = await Promise.all([
-      activeUserRow(this.#db, email),
-      this.#db
+      activeUserRow(db, email),
+      db
         .selectFrom("aliases")
         .select("id")
         .where("source", "=", email)

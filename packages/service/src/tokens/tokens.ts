@@ -125,13 +125,13 @@ export class TokenService {
     this.#db = db;
   }
 
-  async create(rawName: unknown, rawScopes: unknown): Promise<CreatedToken> {
+  async create(rawName: unknown, rawScopes: unknown, db: Kysely<Database> = this.#db): Promise<CreatedToken> {
     const name = checkTokenName(rawName);
     const tokenScopes = checkScopes(rawScopes);
     const plainToken = randomBytes(32).toString("hex");
     const now = nowSeconds();
     const tokenHash = hashToken(plainToken);
-    await this.#db
+    await db
       .insertInto("api_tokens")
       .values({
         name,
@@ -141,7 +141,7 @@ export class TokenService {
         last_used_at: null,
       })
       .execute();
-    const row = await this.#db
+    const row = await db
       .selectFrom("api_tokens")
       .selectAll()
       .where("token_hash", "=", tokenHash)
@@ -149,13 +149,13 @@ export class TokenService {
     return { token: toToken(row), plainToken };
   }
 
-  async list(): Promise<ApiToken[]> {
-    const rows = await this.#db.selectFrom("api_tokens").selectAll().orderBy("id").execute();
+  async list(db: Kysely<Database> = this.#db): Promise<ApiToken[]> {
+    const rows = await db.selectFrom("api_tokens").selectAll().orderBy("id").execute();
     return rows.map(toToken);
   }
 
-  async delete(id: number): Promise<void> {
-    const result = await this.#db.deleteFrom("api_tokens").where("id", "=", id).executeTakeFirst();
+  async delete(id: number, db: Kysely<Database> = this.#db): Promise<void> {
+    const result = await db.deleteFrom("api_tokens").where("id", "=", id).executeTakeFirst();
     if (Number(result.numDeletedRows) === 0) throw tokenNotFound();
   }
 

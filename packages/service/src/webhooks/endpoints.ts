@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import { managedDomain } from "../accounts/queries.ts";
 import { flagInvalid, nowSeconds, parseStringList } from "../accounts/users.ts";
 import { insertReturningId } from "../db/insert.ts";
@@ -134,7 +134,11 @@ export class WebhookService {
   }
 
   /** Creates an endpoint; a random secret is made when none is given and returned once. */
-  async create(input: WebhookInput): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  async create(
+    input: WebhookInput,
+    trx?: Transaction<Database>,
+  ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+    if (!trx) return this.#db.transaction().execute((t) => this.create(input, t));
     const url = checkUrl(input.url);
     const events = checkEvents(input.events);
     const secret =
@@ -142,26 +146,23 @@ export class WebhookService {
         ? randomBytes(32).toString("hex")
         : checkSecret(input.secret);
     const enabled = input.enabled === undefined ? true : checkEnabled(input.enabled);
-    const domainIds = await this.#domainIds(input.domains);
+    const domainIds = await this.#domainIds(input.domains, trx);
     const now = nowSeconds();
-    const id = await this.#db.transaction().execute(async (trx) => {
-      const endpointId = await insertReturningId(trx, "webhook_endpoints", {
-        url,
-        secret,
-        events: JSON.stringify(events),
-        enabled: enabled ? 1 : 0,
-        created_at: now,
-        updated_at: now,
-      });
-      for (const domainId of domainIds) {
-        await trx
-          .insertInto("webhook_endpoint_domains")
-          .values({ endpoint_id: endpointId, domain_id: domainId })
-          .execute();
-      }
-      return endpointId;
+    const id = await insertReturningId(trx, "webhook_endpoints", {
+      url,
+      secret,
+      events: JSON.stringify(events),
+      enabled: enabled ? 1 : 0,
+      created_at: now,
+      updated_at: now,
     });
-    return { endpoint: await this.get(id), secret };
+    for (const domainId of domainIds) {
+      await trx
+        .insertInto("webhook_endpoint_domains")
+        .values({ endpoint_id: id, domain_id: domainId })
+        .execute();
+    }
+    return { endpoint: await this.get(id, trx), secret };
   }
 
   async list(): Promise<WebhookEndpoint[]> {
@@ -170,45 +171,40 @@ export class WebhookService {
     return rows.map((row) => toEndpoint(row, domains.get(row.id) ?? []));
   }
 
-  async get(id: number): Promise<WebhookEndpoint> {
-    const row = await this.#db
-      .selectFrom("webhook_endpoints")
-      .selectAll()
-      .where("id", "=", id)
-      .executeTakeFirst();
+  async get(id: number, db: Kysely<Database> = this.#db): Promise<WebhookEndpoint> {
+    const row = await db.selectFrom("webhook_endpoints").selectAll().where("id", "=", id).executeTakeFirst();
     if (!row) throw webhookNotFound();
-    return toEndpoint(row, (await this.#domainsByEndpoint(id)).get(id) ?? []);
+    return toEndpoint(row, (await this.#domainsByEndpoint(id, db)).get(id) ?? []);
   }
 
-  async update(id: number, input: WebhookInput): Promise<WebhookEndpoint> {
-    await this.get(id);
+  async update(id: number, input: WebhookInput, trx?: Transaction<Database>): Promise<WebhookEndpoint> {
+    if (!trx) return this.#db.transaction().execute((t) => this.update(id, input, t));
+    await this.get(id, trx);
     const changes: Partial<{ url: string; events: string; secret: string; enabled: 0 | 1 }> = {};
     if (input.url !== undefined) changes.url = checkUrl(input.url);
     if (input.events !== undefined) changes.events = JSON.stringify(checkEvents(input.events));
     if (input.secret !== undefined) changes.secret = checkSecret(input.secret);
     if (input.enabled !== undefined) changes.enabled = checkEnabled(input.enabled) ? 1 : 0;
-    const domainIds = input.domains === undefined ? null : await this.#domainIds(input.domains);
-    await this.#db.transaction().execute(async (trx) => {
-      await trx
-        .updateTable("webhook_endpoints")
-        .set({ ...changes, updated_at: nowSeconds() })
-        .where("id", "=", id)
-        .execute();
-      if (domainIds !== null) {
-        await trx.deleteFrom("webhook_endpoint_domains").where("endpoint_id", "=", id).execute();
-        for (const domainId of domainIds) {
-          await trx
-            .insertInto("webhook_endpoint_domains")
-            .values({ endpoint_id: id, domain_id: domainId })
-            .execute();
-        }
+    const domainIds = input.domains === undefined ? null : await this.#domainIds(input.domains, trx);
+    await trx
+      .updateTable("webhook_endpoints")
+      .set({ ...changes, updated_at: nowSeconds() })
+      .where("id", "=", id)
+      .execute();
+    if (domainIds !== null) {
+      await trx.deleteFrom("webhook_endpoint_domains").where("endpoint_id", "=", id).execute();
+      for (const domainId of domainIds) {
+        await trx
+          .insertInto("webhook_endpoint_domains")
+          .values({ endpoint_id: id, domain_id: domainId })
+          .execute();
       }
-    });
-    return this.get(id);
+    }
+    return this.get(id, trx);
   }
 
-  async delete(id: number): Promise<void> {
-    const result = await this.#db.deleteFrom("webhook_endpoints").where("id", "=", id).executeTakeFirst();
+  async delete(id: number, db: Kysely<Database> = this.#db): Promise<void> {
+    const result = await db.deleteFrom("webhook_endpoints").where("id", "=", id).executeTakeFirst();
     if (Number(result.numDeletedRows) === 0) throw webhookNotFound();
   }
 
@@ -260,8 +256,8 @@ export class WebhookService {
    * A failed delivery is queued again now; the same bytes and signature are sent. Not while its
    * endpoint is disabled: the worker would hold it anyway, so the caller is told instead.
    */
-  async retry(deliveryId: string): Promise<WebhookDelivery> {
-    const row = await this.#db
+  async retry(deliveryId: string, db: Kysely<Database> = this.#db): Promise<WebhookDelivery> {
+    const row = await db
       .selectFrom("webhook_deliveries")
       .innerJoin("webhook_endpoints", "webhook_endpoints.id", "webhook_deliveries.endpoint_id")
       .selectAll("webhook_deliveries")
@@ -271,13 +267,13 @@ export class WebhookService {
     if (!row) throw deliveryNotFound();
     if (row.status !== "failed") throw deliveryNotFailed({ status: row.status });
     if (!flag(row.enabled)) throw webhookDisabled({ id: row.endpoint_id });
-    await this.#db
+    await db
       .updateTable("webhook_deliveries")
       .set({ status: "pending", next_attempt_at: nowSeconds(), claimed_until: null, claim_token: null })
       .where("id", "=", deliveryId)
       .where("status", "=", "failed")
       .execute();
-    const updated = await this.#db
+    const updated = await db
       .selectFrom("webhook_deliveries")
       .selectAll()
       .where("id", "=", deliveryId)
@@ -295,20 +291,23 @@ export class WebhookService {
     return Number(result.numDeletedRows);
   }
 
-  async #domainIds(value: unknown): Promise<number[]> {
+  async #domainIds(value: unknown, db: Kysely<Database>): Promise<number[]> {
     if (value === undefined || value === null) return [];
     if (!Array.isArray(value)) throw webhookDomainsNotList();
     const ids: number[] = [];
     for (const raw of value) {
-      const row = typeof raw === "string" ? await managedDomain(this.#db, raw) : null;
+      const row = typeof raw === "string" ? await managedDomain(db, raw) : null;
       if (!row) throw webhookDomainNotManaged({ domain: String(raw).slice(0, 100) });
       if (!ids.includes(row.id)) ids.push(row.id);
     }
     return ids;
   }
 
-  async #domainsByEndpoint(endpointId?: number): Promise<Map<number, string[]>> {
-    let query = this.#db
+  async #domainsByEndpoint(
+    endpointId?: number,
+    db: Kysely<Database> = this.#db,
+  ): Promise<Map<number, string[]>> {
+    let query = db
       .selectFrom("webhook_endpoint_domains")
       .innerJoin("domains", "domains.id", "webhook_endpoint_domains.domain_id")
       .select(["webhook_endpoint_domains.endpoint_id", "domains.name"]);

@@ -50,11 +50,19 @@ export interface StartOptions {
   serviceOptions?: ServiceOptions;
   /** Told of every route the web interface registers (for a test that visits every page). */
   onWebRoute?: (route: RouteOptions) => void;
+  /** Called with the SQL of every statement Kysely runs (BEGIN and COMMIT included): to count them. */
+  onStatement?: (sql: string) => void;
 }
 
 export async function startService(options: StartOptions = {}): Promise<TestService> {
   const { url, remove } = await scratchDatabase("mas-test-");
-  const database = await openDatabase(url, { poolSize: 4 });
+  const { onStatement } = options;
+  const database = await openDatabase(url, {
+    poolSize: 4,
+    ...(onStatement
+      ? { log: (event) => (event.level === "query" ? onStatement(event.query.sql) : undefined) }
+      : {}),
+  });
   await migrateToLatest(database);
   const services = createServices(database, new CryptoPool(2), {
     pwnedPasswordsUrl: options.pwnedPasswordsUrl ?? null,

@@ -108,7 +108,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
     if ("errors" in confirmed)
       return render(request, reply, "account/delete", { errors: confirmed.errors }, confirmed.status);
-    await lifecycle.delete(confirmed.proof.user.email);
+    await lifecycle.delete(confirmed.proof.user);
     clearSessionCookie(request, reply);
     return seeOther(reply, "/login?notice=deleted");
   });

@@ -262,9 +262,8 @@ export async function adminUserPages(app: FastifyInstance, services: WebServices
   });
 
   app.post("/admin/users/:email/delete", posted, async (request, reply) => {
-    const actor = actorOf(request);
-    const user = await admin.users.get(actor, param(request, "email"));
-    await admin.users.delete(actor, user.email);
+    // The deletion reads the user once, checks it and deletes it, in one transaction.
+    const user = await admin.users.delete(actorOf(request), param(request, "email"));
     await addFlash(request, { kind: "success", key: "admin.users.deleted", params: { email: user.email } });
     return seeOther(reply, "/admin/users");
   });
