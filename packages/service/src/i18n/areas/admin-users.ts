@@ -25,11 +25,7 @@ export const adminUsers = area({
     "admin.users.editTitle": "Edit {email}",
     "admin.users.saved": "The user {email} has been saved.",
     "admin.users.created": "The user {email} has been created",
-    "admin.users.emailTaken": "This address is already taken (by a user or alias, also a deleted one).",
     "admin.users.domainUnknown": "This domain is not managed here, or not yours to manage.",
-    "admin.users.emailInvalid": "This is not a valid new e-mail address.",
-    "admin.users.roleNotAllowed": "You are not allowed to assign one of these roles.",
-    "admin.users.noKeys": "The user has no MailCrypt keys; reset the user to create them.",
     "admin.users.recoveryToken": "Recovery token",
     "admin.users.recoveryTokenIntro":
       "The user's new recovery token. Hand it to the user: with it the mailbox can be opened again after a forgotten password.",
@@ -89,11 +85,8 @@ export const adminUsers = area({
     "admin.aliases.deleteQuestion":
       "The alias {source} stops forwarding. Its address stays taken and cannot be created again.",
     "admin.aliases.deleted": "The alias {source} has been deleted.",
-    "admin.aliases.sourceTaken": "This address is already taken (by a user or alias, also a deleted one).",
     "admin.aliases.sourceInvalid": "This is not a valid new address in a domain you manage.",
     "admin.aliases.ownerUnknown": "There is no active user with this address you may manage.",
-    "admin.aliases.destinationInvalid": "One of the lines is not a valid address.",
-    "admin.aliases.destinationsMissing": "Give at least one destination or an owner.",
     "admin.aliases.ownerOutside":
       "The owner of this alias is outside your domain: only an admin can change it.",
   },
@@ -120,13 +113,7 @@ export const adminUsers = area({
     "admin.users.editTitle": "{email} bearbeiten",
     "admin.users.saved": "Der Benutzer {email} wurde gespeichert.",
     "admin.users.created": "Der Benutzer {email} wurde angelegt",
-    "admin.users.emailTaken":
-      "Diese Adresse ist schon vergeben (an einen Benutzer oder Alias, auch einen gelöschten).",
     "admin.users.domainUnknown": "Diese Domain wird hier nicht verwaltet, oder nicht von dir.",
-    "admin.users.emailInvalid": "Das ist keine gültige neue E-Mail-Adresse.",
-    "admin.users.roleNotAllowed": "Du darfst eine dieser Rollen nicht vergeben.",
-    "admin.users.noKeys":
-      "Der Benutzer hat keine MailCrypt-Schlüssel; setze ihn zurück, um welche zu erzeugen.",
     "admin.users.recoveryToken": "Wiederherstellungscode",
     "admin.users.recoveryTokenIntro":
       "Der neue Wiederherstellungscode des Benutzers. Gib ihn dem Benutzer: Damit lässt sich das Postfach nach einem vergessenen Passwort wieder öffnen.",
@@ -188,13 +175,9 @@ export const adminUsers = area({
     "admin.aliases.deleteQuestion":
       "Der Alias {source} leitet nicht mehr weiter. Die Adresse bleibt vergeben und kann nicht neu angelegt werden.",
     "admin.aliases.deleted": "Der Alias {source} wurde gelöscht.",
-    "admin.aliases.sourceTaken":
-      "Diese Adresse ist schon vergeben (an einen Benutzer oder Alias, auch einen gelöschten).",
     "admin.aliases.sourceInvalid": "Das ist keine gültige neue Adresse in einer Domain, die du verwaltest.",
     "admin.aliases.ownerUnknown":
       "Es gibt keinen aktiven Benutzer mit dieser Adresse, den du verwalten darfst.",
-    "admin.aliases.destinationInvalid": "Eine der Zeilen ist keine gültige Adresse.",
-    "admin.aliases.destinationsMissing": "Gib mindestens ein Ziel oder einen Besitzer an.",
     "admin.aliases.ownerOutside":
       "Der Besitzer dieses Alias gehört nicht zu deiner Domain: Nur ein Admin kann ihn ändern.",
   },

@@ -36,16 +36,9 @@ export const aliases = area({
     "aliases.randomLimit":
       "You have reached the limit of {max} random aliases. Delete one to create another.",
     "aliases.customLimit": "You have reached the limit of {max} custom aliases.",
-    "aliases.characters":
-      "The username contains unexpected characters. Only valid: Letters and numbers, as well as -, _ and .",
-    "aliases.syntax": "This is not a valid address: dots may not start or end it or follow each other.",
-    "aliases.taken": "The e-mail address is already taken.",
-    "aliases.noteTooLong": "The note must have at most {max} characters.",
     "aliases.createdRandom": "Your new alias {address} is ready.",
     "aliases.createdCustom": "Your new alias {address} is ready.",
     "aliases.deleted": "The alias {address} has been deleted. The address cannot be used again.",
-    "aliases.notFound": "This alias does not exist or is not yours.",
-    "aliases.customNotDeletable": "Custom aliases can only be deleted by the administrators.",
   },
   de: {
     "aliases.title": "Aliasse",
@@ -81,16 +74,8 @@ export const aliases = area({
     "aliases.randomLimit":
       "Du hast die Grenze von {max} zufälligen Aliassen erreicht. Lösche einen, um einen neuen zu erstellen.",
     "aliases.customLimit": "Du hast die Grenze von {max} eigenen Aliassen erreicht.",
-    "aliases.characters":
-      "Der Benutzername enthält unerwartete Zeichen. Erlaubt sind nur Buchstaben und Ziffern sowie -, _ und .",
-    "aliases.syntax":
-      "Das ist keine gültige Adresse: Punkte dürfen nicht am Anfang oder Ende oder direkt hintereinander stehen.",
-    "aliases.taken": "Die E-Mail-Adresse ist bereits vergeben.",
-    "aliases.noteTooLong": "Die Notiz darf höchstens {max} Zeichen lang sein.",
     "aliases.createdRandom": "Dein neuer Alias {address} ist bereit.",
     "aliases.createdCustom": "Dein neuer Alias {address} ist bereit.",
     "aliases.deleted": "Der Alias {address} wurde gelöscht. Die Adresse kann nicht wieder verwendet werden.",
-    "aliases.notFound": "Diesen Alias gibt es nicht, oder er gehört nicht dir.",
-    "aliases.customNotDeletable": "Eigene Aliasse können nur die Administrator*innen löschen.",
   },
 });

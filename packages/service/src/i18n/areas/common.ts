@@ -25,9 +25,6 @@ export const common = area({
     "error.home": "Go to the start page",
     "password.label": "Password",
     "password.weak": "The password must have at least {min} characters.",
-    "password.tooLong": "The password is too long.",
-    "password.compromised":
-      "This password has been leaked in a data breach, it must not be used. Please use another password.",
     "password.mismatch": "Password and confirmation do not match.",
     "password.wrong": "Wrong password.",
     "email.label": "E-mail address",
@@ -59,9 +56,6 @@ export const common = area({
     "error.home": "Zur Startseite",
     "password.label": "Passwort",
     "password.weak": "Das Passwort muss mindestens {min} Zeichen lang sein.",
-    "password.tooLong": "Das Passwort ist zu lang.",
-    "password.compromised":
-      "Dieses Passwort ist in einem Datenleck aufgetaucht und darf nicht verwendet werden. Bitte wähle ein anderes.",
     "password.mismatch": "Passwort und Wiederholung stimmen nicht überein.",
     "password.wrong": "Falsches Passwort.",
     "email.label": "E-Mail-Adresse",

@@ -25,11 +25,7 @@ export const openpgp = area({
     "openpgp.upload": "Upload key",
     "openpgp.uploaded": "Your OpenPGP key got uploaded.",
     "openpgp.selectOne": "Please choose a file or paste a key, not both.",
-    "openpgp.noData": "The uploaded file doesn't contain OpenPGP data.",
     "openpgp.tooLarge": "The key is too large.",
-    "openpgp.noKeyForAddress": "No keys for your mail address found in uploaded data.",
-    "openpgp.severalKeys":
-      "More than one key for your mail address found in uploaded data. Please upload only one key.",
     "openpgp.notIdentity": "You are not authorized to manage this identity.",
     "openpgp.deleteTitle": "Delete the OpenPGP key of {email}",
     "openpgp.deleteWarning":
@@ -61,11 +57,7 @@ export const openpgp = area({
     "openpgp.upload": "Schlüssel hochladen",
     "openpgp.uploaded": "Dein OpenPGP-Schlüssel wurde hochgeladen.",
     "openpgp.selectOne": "Bitte wähle eine Datei oder füge einen Schlüssel ein, nicht beides.",
-    "openpgp.noData": "Die hochgeladene Datei enthält keine OpenPGP-Daten.",
     "openpgp.tooLarge": "Der Schlüssel ist zu groß.",
-    "openpgp.noKeyForAddress": "In den hochgeladenen Daten wurde kein Schlüssel für deine Adresse gefunden.",
-    "openpgp.severalKeys":
-      "In den hochgeladenen Daten wurde mehr als ein Schlüssel für deine Adresse gefunden. Bitte lade nur einen Schlüssel hoch.",
     "openpgp.notIdentity": "Du darfst diese Identität nicht verwalten.",
     "openpgp.deleteTitle": "Den OpenPGP-Schlüssel von {email} löschen",
     "openpgp.deleteWarning":
