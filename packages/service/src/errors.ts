@@ -16,6 +16,17 @@ export type RefusalKind =
   | "throttled"
   | "unavailable";
 
+/** The HTTP status each kind is answered with, by the APIs and the pages alike. */
+export const statusOfKind: Readonly<Record<RefusalKind, number>> = {
+  not_found: 404,
+  conflict: 409,
+  invalid: 422,
+  bad_request: 400,
+  forbidden: 403,
+  throttled: 429,
+  unavailable: 503,
+};
+
 /** A refusal's parameters: what the texts name (`{ min: 12 }`, `{ name: "info" }`). */
 export type RefusalParams = { readonly [name: string]: string | number };
 type NoParams = Record<never, never>;

@@ -2,17 +2,7 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { driverFault, isDatabaseUnavailable } from "../db/unavailable.ts";
-import { databaseUnavailable, type RefusalKind, ServiceError } from "../errors.ts";
-
-const statusOfKind: Record<RefusalKind, number> = {
-  not_found: 404,
-  conflict: 409,
-  invalid: 422,
-  bad_request: 400,
-  forbidden: 403,
-  throttled: 429,
-  unavailable: 503,
-};
+import { databaseUnavailable, ServiceError, statusOfKind } from "../errors.ts";
 
 /** A refusal's status and `{"message"}`; a throttled one says when to come back. */
 export function refusalAnswer(reply: FastifyReply, error: ServiceError): FastifyReply {

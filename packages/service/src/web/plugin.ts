@@ -5,7 +5,7 @@ import helmet from "@fastify/helmet";
 import fastifyStatic from "@fastify/static";
 import type { FastifyError, FastifyInstance } from "fastify";
 import { driverFault, isDatabaseUnavailable } from "../db/unavailable.ts";
-import { ServiceError } from "../errors.ts";
+import { ServiceError, statusOfKind } from "../errors.ts";
 import { defaultLocale, isLocale, translator } from "../i18n/catalogue.ts";
 import type { Services } from "../services.ts";
 import { sessionCookie, type WebContext, type WebServices } from "./context.ts";
@@ -18,7 +18,7 @@ import { recoveryPages } from "./pages/recovery.ts";
 import { registrationPages } from "./pages/registration.ts";
 import { signInPages } from "./pages/sign-in.ts";
 import { twoFactorPages } from "./pages/two-factor.ts";
-import { pageStatusOfKind, refusalText, retryAfterHeader } from "./refusals.ts";
+import { refusalText, retryAfterHeader } from "./refusals.ts";
 import { errorPage, langCookie, localeOf } from "./render.ts";
 import { WebSessions } from "./sessions.ts";
 
@@ -106,7 +106,7 @@ export async function webInterface(app: FastifyInstance, services: Services) {
       if (error.kind === "unavailable") return errorPage(request, reply, 503, t("error.unavailable"));
       retryAfterHeader(reply, error);
       const { key, params } = refusalText(error);
-      return errorPage(request, reply, pageStatusOfKind[error.kind], t(key, params));
+      return errorPage(request, reply, statusOfKind[error.kind], t(key, params));
     }
     if (error.code === "FST_REQ_FILE_TOO_LARGE" || error.statusCode === 413)
       return errorPage(request, reply, 413, t("error.tooLarge"));

@@ -1,20 +1,9 @@
 import type { FastifyReply } from "fastify";
-import { type AnyRefusal, type RefusalKind, ServiceError } from "../errors.ts";
+import { type AnyRefusal, ServiceError, statusOfKind } from "../errors.ts";
 import { refusalText } from "../i18n/refusal-text.ts";
 import type { FieldErrors } from "./context.ts";
 
 export { refusalText };
-
-/** The status of a page that answers a refusal (the APIs' statuses, http/errors.ts). */
-export const pageStatusOfKind: Record<RefusalKind, number> = {
-  not_found: 404,
-  conflict: 409,
-  invalid: 422,
-  bad_request: 400,
-  forbidden: 403,
-  throttled: 429,
-  unavailable: 503,
-};
 
 /** Which form field shows which refusal; `status` where the page answers otherwise than by kind. */
 export type RefusalFields = readonly (readonly [definition: AnyRefusal, field: string, status?: number])[];
@@ -33,7 +22,7 @@ export function refusalOnField(
   const match = fields.find(([definition]) => error.is(definition));
   if (!match) return null;
   retryAfterHeader(reply, error);
-  return { errors: { [match[1]]: refusalText(error) }, status: match[2] ?? pageStatusOfKind[error.kind] };
+  return { errors: { [match[1]]: refusalText(error) }, status: match[2] ?? statusOfKind[error.kind] };
 }
 
 export function retryAfterHeader(reply: FastifyReply, error: ServiceError): void {

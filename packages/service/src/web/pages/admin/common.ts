@@ -1,12 +1,12 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { type Actor, notPermitted, userActor } from "../../../accounts/admin-scope.ts";
 import type { ListCursor } from "../../../admin/keyset.ts";
-import { ServiceError } from "../../../errors.ts";
+import { ServiceError, statusOfKind } from "../../../errors.ts";
 import type { MessageKey } from "../../../i18n/catalogue.ts";
 import { formatDateTime } from "../../../i18n/dates.ts";
 import type { FieldErrors } from "../../context.ts";
 import { withRole } from "../../guards.ts";
-import { pageStatusOfKind, type RefusalFields, refusalOnField, refusalText } from "../../refusals.ts";
+import { type RefusalFields, refusalOnField, refusalText } from "../../refusals.ts";
 import { render } from "../../render.ts";
 
 export type Form = Record<string, string | string[] | undefined>;
@@ -141,7 +141,7 @@ export function refusedFields(
   if (mapped) return mapped;
   if (!(error instanceof ServiceError) || (error.kind !== "invalid" && error.kind !== "conflict"))
     return null;
-  return { errors: { [fallback]: refusalText(error) }, status: pageStatusOfKind[error.kind] };
+  return { errors: { [fallback]: refusalText(error) }, status: statusOfKind[error.kind] };
 }
 
 /** `…/:name` of the admin paths: the address or name as typed (Fastify has decoded it). */
