@@ -64,7 +64,7 @@ export function provisioningCommands(program: Command): void {
           );
           if (result.outcome === "refused") {
             for (const line of formatProblems(result.lines)) process.stderr.write(`${line}\n`);
-            throw new UsageError(result.message);
+            throw new UsageError(result.summary);
           }
           if (options.dryRun)
             return out(`${result.checked} users can be imported (dry run, nothing written).`);

@@ -351,7 +351,7 @@ export type UserImportOutcome =
   /** More users than `maxUsers`; nothing was checked or created. */
   | { outcome: "too_many"; users: number; max: number }
   /** Lines with problems, every problem of each; nothing was created. */
-  | { outcome: "refused"; message: string; lines: LineProblem[] }
+  | { outcome: "refused"; summary: string; lines: LineProblem[] }
   /** `checked` lines passed; without `dryRun` they were created but for the `failed` ones. */
   | { outcome: "imported"; checked: number; created: ProvisionedUser[]; failed: LineProblem[] };
 
@@ -390,7 +390,7 @@ export async function importUsers(
   if (problems.length > 0)
     return {
       outcome: "refused",
-      message: `${problems.length} of ${parsed.inputs.length} lines cannot be imported; nothing was created`,
+      summary: `${problems.length} of ${parsed.inputs.length} lines cannot be imported; nothing was created`,
       lines: problems,
     };
   if (options.dryRun) return { outcome: "imported", checked: checked.lines.length, created: [], failed: [] };

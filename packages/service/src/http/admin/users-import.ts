@@ -187,7 +187,7 @@ export async function userImportRoutes(
           message: `users: at most ${result.max} per request; use bin/console app:users:import for more`,
         });
       if (result.outcome === "refused")
-        return reply.code(422).send({ message: result.message, lines: result.lines });
+        return reply.code(422).send({ message: result.summary, lines: result.lines });
       return { users: result.created, failed: result.failed };
     },
   );
