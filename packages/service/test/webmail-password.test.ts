@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { createHash, createPrivateKey, createPublicKey } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { password } from "./helpers/fixtures.ts";
+import { leaked, startRangeApi } from "./helpers/range-api.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
 /**
@@ -11,23 +10,6 @@ import { startService, type TestService } from "./helpers/service.ts";
  * `httpapi` driver posts a form), on the database TEST_DATABASE_URL names. The leaked-password
  * check runs against a local server speaking the k-anonymity range API.
  */
-
-const leaked = "password12345678";
-
-/** The range API: SHA-1 suffixes of the prefix asked for, with counts (and a padding line). */
-async function startRangeApi(): Promise<{ server: Server; url: string; asked: string[] }> {
-  const asked: string[] = [];
-  const hash = createHash("sha1").update(leaked).digest("hex").toUpperCase();
-  const server = createServer((request, response) => {
-    const prefix = (request.url ?? "").split("/").pop() ?? "";
-    asked.push(prefix);
-    const lines = ["0000000000000000000000000000000000A:0"];
-    if (prefix === hash.slice(0, 5)) lines.push(`${hash.slice(5)}:42`);
-    response.end(lines.join("\r\n"));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/range`, asked };
-}
 
 describe("POST /api/webmail/password", () => {
   let service: TestService;

@@ -23,7 +23,12 @@ export async function withServices<T>(run: (services: Services) => Promise<T>): 
   const database = await openDatabase(config.databaseUrl, { poolSize: 2 });
   try {
     await migrateToLatest(database);
-    return await run(createServices(database, new CryptoPool(config.cryptoPoolSize)));
+    // The service's own options that change a rule: the leaked-password check applies here too.
+    return await run(
+      createServices(database, new CryptoPool(config.cryptoPoolSize), {
+        pwnedPasswordsUrl: config.pwnedPasswordsUrl,
+      }),
+    );
   } finally {
     await database.close();
   }

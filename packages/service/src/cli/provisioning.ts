@@ -41,7 +41,7 @@ export function provisioningCommands(program: Command): void {
         try {
           // As app:user:create and app:alias:create do it: the console's reach, the audit log.
           const result = await importUsers(
-            { db: s.database.db, admin: s.admin },
+            { db: s.database.db, admin: s.admin, passwordPolicy: s.passwordPolicy },
             consoleActor,
             { csv: text },
             {

@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import { newAddressProblem, parseNewAddress } from "../accounts/addresses.ts";
 import type { Actor } from "../accounts/admin-scope.ts";
 import { domainNotFound } from "../accounts/domains.ts";
-import { checkPasswordShape } from "../accounts/password-policy.ts";
+import { checkPasswordShape, type PasswordPolicy } from "../accounts/password-policy.ts";
 import { isActiveUser, managedDomain } from "../accounts/queries.ts";
 import { checkQuota } from "../accounts/users.ts";
 import type { AdminService } from "../admin/service.ts";
@@ -180,6 +180,7 @@ const problemOf = (error: unknown): string => {
  */
 async function checkProvisioning(
   db: Kysely<Database>,
+  passwordPolicy: PasswordPolicy,
   inputs: ProvisioningInput[],
 ): Promise<{ lines: ProvisioningLine[]; problems: LineProblem[] }> {
   const domains = new Set((await db.selectFrom("domains").select("name").execute()).map((d) => d.name));
@@ -234,6 +235,15 @@ async function checkProvisioning(
     }
     return { input, email, password, quota, mailCrypt, aliases, problems };
   });
+  // The whole password rule (a leaked one too) before anything is created, as for a single user.
+  for (const entry of parsed) {
+    if (entry.password === null) continue;
+    try {
+      await passwordPolicy.require(entry.password);
+    } catch (error) {
+      entry.problems.push(problemOf(error));
+    }
+  }
   // Addresses already taken (by any user or alias, deleted ones included: addresses are never reused).
   const wanted = [...firstLine.keys()];
   const taken = new Set<string>();
@@ -344,6 +354,7 @@ export interface UserImportOptions {
 interface ImportServices {
   db: Kysely<Database>;
   admin: AdminService;
+  passwordPolicy: PasswordPolicy;
 }
 
 /** What an import did: refused as a whole (nothing created), or created the users it could. */
@@ -373,7 +384,7 @@ export async function importUsers(
   options?: Omit<UserImportOptions, "maxUsers">,
 ): Promise<Exclude<UserImportOutcome, { outcome: "too_many" }>>;
 export async function importUsers(
-  { db, admin }: ImportServices,
+  { db, admin, passwordPolicy }: ImportServices,
   actor: Actor,
   list: UserImportList,
   options: UserImportOptions = {},
@@ -385,7 +396,7 @@ export async function importUsers(
   const checked =
     parsed.problems.length > 0 && parsed.inputs.length === 0
       ? { lines: [], problems: [] }
-      : await checkProvisioning(db, parsed.inputs);
+      : await checkProvisioning(db, passwordPolicy, parsed.inputs);
   const problems = [...parsed.problems, ...checked.problems].sort((a, b) => a.line - b.line);
   if (problems.length > 0)
     return {

@@ -36,7 +36,12 @@ export class WebClient {
     const text = await response.text();
     const token = /name="_csrf" value="([^"]+)"/.exec(text)?.[1];
     if (token) this.#csrf = token;
-    return { status: response.status, location: response.headers.get("location"), text };
+    return {
+      status: response.status,
+      location: response.headers.get("location"),
+      retryAfter: response.headers.get("retry-after"),
+      text,
+    };
   }
 
   get(path: string) {

@@ -50,7 +50,9 @@ export async function adminApi(app: FastifyInstance, services: Services) {
   const { domains, users, aliases, settings, tokens, webhooks, openPgpKeys, admin } = services;
   await app.register(async (scope) => domainRoutes(scope, { domains, admin }));
   await app.register(async (scope) => userRoutes(scope, { users, admin }));
-  await app.register(async (scope) => userImportRoutes(scope, { db: services.database.db, admin }));
+  await app.register(async (scope) =>
+    userImportRoutes(scope, { db: services.database.db, admin, passwordPolicy: services.passwordPolicy }),
+  );
   await app.register(async (scope) => aliasRoutes(scope, { aliases, admin }));
   await app.register(async (scope) => settingsRoutes(scope, { settings, admin }));
   await app.register(async (scope) => tokenRoutes(scope, { tokens, admin }));

@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import type { Kysely } from "kysely";
 import { Type } from "typebox";
+import type { PasswordPolicy } from "../../accounts/password-policy.ts";
 import type { AdminService } from "../../admin/service.ts";
 import type { Database } from "../../db/schema.ts";
 import { importUsers } from "../../import/bulk-users.ts";
@@ -142,7 +143,7 @@ const Report = Type.Object(
 /** `POST /api/admin/users/import`: the bulk provisioning of app:users:import, as CSV or JSON. */
 export async function userImportRoutes(
   scope: FastifyInstance,
-  { db, admin }: { db: Kysely<Database>; admin: AdminService },
+  services: { db: Kysely<Database>; admin: AdminService; passwordPolicy: PasswordPolicy },
 ) {
   scope.addContentTypeParser("text/csv", { parseAs: "string", bodyLimit }, (_request, body, done) =>
     done(null, body),
@@ -177,7 +178,7 @@ export async function userImportRoutes(
       const body: unknown = request.body;
       // As POST /api/admin/users and /api/admin/aliases do it: the token's reach, the audit log.
       const result = await importUsers(
-        { db, admin },
+        services,
         actorOf(request),
         typeof body === "string" ? { csv: body } : { json: body },
         { maxUsers: maxImportUsers },
