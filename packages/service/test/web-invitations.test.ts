@@ -697,7 +697,7 @@ describe("first-run setup: every step re-checks its precondition on POST", () =>
       email_sender_address: "nope",
     });
     assert.equal(bad.status, 422);
-    assert.match(bad.text, /id="field-app_url-error">Enter an http or https address\./);
+    assert.match(bad.text, /id="field-app_url-error">Enter an address starting with http:\/\/ or https:\/\//);
     assert.match(bad.text, /id="field-app_name-error">Enter at least 3 characters\./);
     assert.match(bad.text, /id="field-email_sender_address-error">Enter an e-mail address\./);
     assert.equal(await service.services.settings.get("app_name"), "Userli", "nothing saved");

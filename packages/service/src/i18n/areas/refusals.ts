@@ -79,7 +79,7 @@ export const refusals = area({
     "refusal.setting.too_short": "Enter at least {min} characters.",
     "refusal.setting.too_long": "Enter at most {max} characters.",
     "refusal.setting.not_address": "Enter an e-mail address.",
-    "refusal.setting.not_url": "Enter an http or https address.",
+    "refusal.setting.not_url": "Enter an address starting with http:// or https://.",
     "refusal.setup.step_closed": "The {step} step of the setup is not open; the next step is {next}.",
     "refusal.setup.no_primary_domain": "The setup has no primary domain yet.",
     "refusal.password.wrong": "Wrong password.",
@@ -248,7 +248,7 @@ export const refusals = area({
     "refusal.setting.too_short": "Gib mindestens {min} Zeichen ein.",
     "refusal.setting.too_long": "Gib höchstens {max} Zeichen ein.",
     "refusal.setting.not_address": "Gib eine E-Mail-Adresse ein.",
-    "refusal.setting.not_url": "Gib eine http- oder https-Adresse ein.",
+    "refusal.setting.not_url": "Gib eine Adresse ein, die mit http:// oder https:// beginnt.",
     "refusal.setup.step_closed":
       "Der Schritt {step} der Einrichtung ist nicht offen; der nächste Schritt ist {next}.",
     "refusal.setup.no_primary_domain": "Die Einrichtung hat noch keine Hauptdomain.",
