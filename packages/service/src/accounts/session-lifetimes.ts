@@ -11,7 +11,17 @@ export async function webSessionCutoffs(
   settings: SettingsService,
   now: number,
 ): Promise<{ lastSeenAfter: number; createdAfter: number }> {
-  const lifetimes = await settings.some(["web_session_idle_minutes", "web_session_lifetime_hours"]);
+  return cutoffsOf(await settings.some(webSessionLifetimes), now);
+}
+
+/** The two settings of the rule, for a caller that reads them in its own statement (`storedSetting`). */
+export const webSessionLifetimes = ["web_session_idle_minutes", "web_session_lifetime_hours"] as const;
+
+/** The rule itself, from the two settings' values. */
+export function cutoffsOf(
+  lifetimes: { web_session_idle_minutes: number; web_session_lifetime_hours: number },
+  now: number,
+): { lastSeenAfter: number; createdAfter: number } {
   return {
     lastSeenAfter: now - lifetimes.web_session_idle_minutes * 60,
     createdAfter: now - lifetimes.web_session_lifetime_hours * 3600,

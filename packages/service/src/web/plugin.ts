@@ -29,7 +29,7 @@ import { WebSessions } from "./sessions.ts";
 const staticFiles = fileURLToPath(new URL("./static/", import.meta.url));
 
 export async function webInterface(app: FastifyInstance, services: Services) {
-  const sessions = new WebSessions(services.database.db, services.settings);
+  const sessions = new WebSessions(services.database.db);
   const web: WebServices = { ...services, sessions };
   await app.register(cookie);
   await app.register(helmet, {

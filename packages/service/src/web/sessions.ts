@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
-import { webSessionCutoffs } from "../accounts/session-lifetimes.ts";
-import type { SettingsService } from "../accounts/settings.ts";
+import { cutoffsOf } from "../accounts/session-lifetimes.ts";
+import { decodeSetting, storedSetting } from "../accounts/settings.ts";
 import { nowSeconds, toUser, type User } from "../accounts/users.ts";
 import type { Database, WebSessionStage } from "../db/schema.ts";
 import type { MessageKey } from "../i18n/catalogue.ts";
@@ -43,11 +43,9 @@ const touchEverySeconds = 60;
  */
 export class WebSessions {
   readonly #db: Kysely<Database>;
-  readonly #settings: SettingsService;
 
-  constructor(db: Kysely<Database>, settings: SettingsService) {
+  constructor(db: Kysely<Database>) {
     this.#db = db;
-    this.#settings = settings;
   }
 
   async create(
@@ -88,12 +86,21 @@ export class WebSessions {
         "web_sessions.data as session_data",
         "web_sessions.created_at as session_created_at",
         "web_sessions.last_seen_at as session_last_seen_at",
+        // The lifetimes in the same statement: one round trip for the check of every page.
+        storedSetting(this.#db, "web_session_idle_minutes").as("idle_minutes"),
+        storedSetting(this.#db, "web_session_lifetime_hours").as("lifetime_hours"),
       ])
       .where("web_sessions.id_hash", "=", idHash)
       .executeTakeFirst();
     if (!row) return null;
     const now = nowSeconds();
-    const { lastSeenAfter, createdAfter } = await webSessionCutoffs(this.#settings, now);
+    const { lastSeenAfter, createdAfter } = cutoffsOf(
+      {
+        web_session_idle_minutes: decodeSetting("web_session_idle_minutes", row.idle_minutes),
+        web_session_lifetime_hours: decodeSetting("web_session_lifetime_hours", row.lifetime_hours),
+      },
+      now,
+    );
     const user = toUser(row);
     const createdAt = Number(row.session_created_at);
     const lastSeenAt = Number(row.session_last_seen_at);
