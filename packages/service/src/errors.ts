@@ -27,8 +27,6 @@ export const statusOfKind: Readonly<Record<RefusalKind, number>> = {
   unavailable: 503,
 };
 
-/** A refusal's parameters: what the texts name (`{ min: 12 }`, `{ name: "info" }`). */
-export type RefusalParams = { readonly [name: string]: string | number };
 type NoParams = Record<never, never>;
 
 export interface RefusalDefinition<P extends object = NoParams> {
@@ -111,3 +109,9 @@ export const databaseUnavailable = refusal(
   "unavailable",
   () => "database unavailable, try again",
 );
+
+/** The seconds a throttled refusal says to wait (the `Retry-After` of every surface). */
+export function retryAfterOf(error: ServiceError): number | undefined {
+  const retryAfter = (error.params as { retryAfter?: unknown }).retryAfter;
+  return error.kind === "throttled" && typeof retryAfter === "number" ? retryAfter : undefined;
+}

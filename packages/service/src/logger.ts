@@ -30,7 +30,25 @@ export const redactedPaths = [
   "totpSecret",
   "*.totpSecret",
   "res.headers['set-cookie']",
+  // mysql2 puts the whole statement, its values filled in (hashes, keys), on its errors.
+  "err.sql",
+  "*.err.sql",
 ];
+
+/**
+ * What a log line may say of a fault: its type, code, message and stack, never the other fields a
+ * driver hangs on it (mysql2's `sql` holds the statement with its values).
+ */
+export function faultOf(error: unknown): { type: string; code?: unknown; message: string; stack?: string } {
+  if (!(error instanceof Error)) return { type: typeof error, message: String(error) };
+  const { code } = error as { code?: unknown };
+  return {
+    type: error.name,
+    ...(code === undefined ? {} : { code }),
+    message: error.message,
+    ...(error.stack === undefined ? {} : { stack: error.stack }),
+  };
+}
 
 export function createLogger(level: LogLevel, destination?: NodeJS.WritableStream): Logger {
   return pino(

@@ -126,7 +126,7 @@ export function createServices(
     recovery: new RecoveryService(db, pool, signInThrottle, mail, passwordPolicy),
     inviteCodes,
     reservedNames,
-    registration: new RegistrationService(db, users, inviteCodes, reservedNames, passwordPolicy, mail),
+    registration: new RegistrationService(db, users, inviteCodes, reservedNames, mail),
     setup: new SetupService(db, domains, users, settings),
   };
   return { ...services, admin: new AdminService({ ...services, db }) };

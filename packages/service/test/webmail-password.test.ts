@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash, createPrivateKey, createPublicKey } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { shaCrypt } from "../src/credentials/sha-crypt.ts";
 import { password } from "./helpers/fixtures.ts";
 import { leaked, startRangeApi } from "./helpers/range-api.ts";
 import { startService, type TestService } from "./helpers/service.ts";
@@ -61,6 +62,28 @@ describe("POST /api/webmail/password", () => {
     const privatePem = Buffer.from(passdb.body.body.mailCryptPrivateKey, "base64").toString();
     const derived = createPublicKey(createPrivateKey(privatePem)).export({ type: "spki", format: "pem" });
     assert.equal(derived, Buffer.from(userdb.body.body.mailCryptPublicKey, "base64").toString());
+  });
+
+  test("a user whose stored hash is a legacy one (userli's $6$) changes the password too: the sign-in's rehash does not stand in the way", async () => {
+    const { users, database } = service.services;
+    await users.create({ email: "legacy@example.org", password, mailCrypt: false });
+    const legacy = shaCrypt(password, "$6$rounds=5000$saltsaltsaltsalt$");
+    assert.ok(legacy);
+    await database.db
+      .updateTable("users")
+      .set({ password: legacy })
+      .where("email", "=", "legacy@example.org")
+      .execute();
+    const newPassword = "a legacy user's new passphrase";
+    const answer = await change({ email: "legacy@example.org", password, newPassword });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const stored = await users.findByEmail("legacy@example.org");
+    assert.match(stored?.passwordHash ?? "", /^\$argon2id\$/);
+    const passdb = await service.request("POST", "/api/mailbox-server/legacy@example.org", {
+      token: mailbox,
+      json: { password: newPassword },
+    });
+    assert.equal(passdb.status, 200);
   });
 
   test("takes a form body, as Roundcube's httpapi driver sends it; the user's web sessions end", async () => {

@@ -369,10 +369,6 @@ export class LifecycleService {
     if (orphaned.length > 0) await trx.deleteFrom("openpgp_keys").where("email", "in", orphaned).execute();
   }
 
-  #active(rawEmail: string, db: Kysely<Database> = this.#db): Promise<User> {
-    return this.#users.getActive(String(rawEmail), db);
-  }
-
   /**
    * Reset and restore: new keys where the MailCrypt rule (`mailCryptFor`) says so; otherwise old
    * boxes are wiped, so no box sealed under an old password is left behind.

@@ -12,7 +12,7 @@ import { hashPassword } from "../credentials/passwords.ts";
 import type { Database } from "../db/schema.ts";
 import type { Locale } from "../i18n/catalogue.ts";
 import { parseAddress } from "./addresses.ts";
-import type { PasswordPolicy } from "./password-policy.ts";
+import { checkPasswordShape, type PasswordPolicy } from "./password-policy.ts";
 import { activeUserRow, endWebSessions, isActiveUser } from "./queries.ts";
 import type { SignInThrottle } from "./sign-in-throttle.ts";
 import { nowSeconds } from "./users.ts";
@@ -150,7 +150,9 @@ export class RecoveryService {
     rawNewPassword: unknown,
     request: Omit<RecoveryRequest, "locale">,
   ): Promise<RecoveryResult> {
-    const newPassword = await this.#passwordPolicy.require(rawNewPassword);
+    // The password's shape first (no lookup); the leaked-password lookup only for a verified token,
+    // so no one can make this service ask the range API without one.
+    checkPasswordShape(rawNewPassword);
     const verified = await this.#verify(rawEmail, rawToken, request);
     if ("kind" in verified) return verified;
     const now = nowSeconds();
@@ -158,6 +160,7 @@ export class RecoveryService {
     if (startTime === null || now - startTime > recoveryExpirySeconds) return { kind: "expired" };
     if (now - startTime < recoveryWaitSeconds)
       return { kind: "waiting", activeFrom: startTime + recoveryWaitSeconds };
+    const newPassword = await this.#passwordPolicy.require(rawNewPassword);
     const recoveryToken = newRecoveryToken();
     const [hash, secretBox, recoverySecretBox] = await Promise.all([
       hashPassword(newPassword, this.#pool),

@@ -4,7 +4,7 @@ import { refusal, ServiceError } from "../errors.ts";
 import type { Locale } from "../i18n/catalogue.ts";
 import { checkAddress } from "./address-syntax.ts";
 import type { InviteCodeProblem, InviteCodeService } from "./invite-codes.ts";
-import type { PasswordPolicy } from "./password-policy.ts";
+import { checkPasswordShape, passwordLeaked } from "./password-policy.ts";
 import type { ReservedNameService } from "./reserved-names.ts";
 import { addressTaken, type User, type UserService } from "./users.ts";
 
@@ -73,7 +73,6 @@ export class RegistrationService {
   readonly #users: UserService;
   readonly #inviteCodes: InviteCodeService;
   readonly #reservedNames: ReservedNameService;
-  readonly #passwordPolicy: PasswordPolicy;
   readonly #welcomeMail: WelcomeMail | null;
 
   constructor(
@@ -81,14 +80,12 @@ export class RegistrationService {
     users: UserService,
     inviteCodes: InviteCodeService,
     reservedNames: ReservedNameService,
-    passwordPolicy: PasswordPolicy,
     welcomeMail: WelcomeMail | null = null,
   ) {
     this.#db = db;
     this.#users = users;
     this.#inviteCodes = inviteCodes;
     this.#reservedNames = reservedNames;
-    this.#passwordPolicy = passwordPolicy;
     this.#welcomeMail = welcomeMail;
   }
 
@@ -120,7 +117,8 @@ export class RegistrationService {
     else if (!(await this.isAvailable(localPart, domain)))
       problems.push({ field: "localPart", reason: "taken" });
     try {
-      await this.#passwordPolicy.require(password);
+      // The shape here, beside the other fields; the leaked-password lookup once, in users.create.
+      checkPasswordShape(password);
     } catch (error) {
       if (!(error instanceof ServiceError)) throw error;
       problems.push({ field: "password", reason: error });
@@ -145,6 +143,8 @@ export class RegistrationService {
       return { user: created.user, recoveryToken: created.recoveryToken };
     } catch (error) {
       if (error instanceof ServiceError && error.is(registrationRefused)) throw error;
+      if (error instanceof ServiceError && error.is(passwordLeaked))
+        throw refused({ field: "password", reason: error });
       // Another registration took the address first: the service's own check (a conflict) or,
       // when both passed it at the same moment, the unique index.
       if (error instanceof ServiceError && error.is(addressTaken))

@@ -192,7 +192,7 @@ export class SignInService {
       hasKeys: user.mailCryptPublicKey !== null,
     });
     if (action !== "keep") current = await this.#enableMailCrypt(user, password, action);
-    if (check.needsRehash) await this.#rehash(current, password);
+    if (check.needsRehash) current = await this.#rehash(current, password);
     if (!options.deferActivity) await recordActivity(this.#db, current, { kind: "sign-in" });
     const mailCrypt = options.unlockMailCrypt
       ? await this.#unlock(current, password, level)
@@ -268,13 +268,15 @@ export class SignInService {
   }
 
   /** Legacy and outdated hashes are replaced by Argon2id at the first successful sign-in. */
-  async #rehash(user: User, password: string): Promise<void> {
+  async #rehash(user: User, password: string): Promise<User> {
     const hash = await hashPassword(password, this.#pool);
-    await this.#db
+    const result = await this.#db
       .updateTable("users")
       .set({ password: hash })
       .where("id", "=", user.id)
       .where("password", "=", user.passwordHash)
-      .execute();
+      .executeTakeFirst();
+    // The user as stored now: a change that needs the password (its proof) expects this hash.
+    return Number(result.numUpdatedRows) === 1 ? { ...user, passwordHash: hash } : user;
   }
 }

@@ -346,8 +346,9 @@ export class AdminUsers {
    */
   async reset(actor: Actor, email: string, password: string): Promise<NewCredentials> {
     const user = await this.get(actor, email);
-    return this.#lifecycle.reset(user, password, (trx, result) =>
-      this.#audit.record(
+    return this.#lifecycle.reset(user, password, async (trx, result) => {
+      await this.get(actor, user.email, trx);
+      await this.#audit.record(
         actor,
         {
           action: "user.reset",
@@ -356,14 +357,15 @@ export class AdminUsers {
           detail: { newRecoveryToken: result.recoveryToken !== null },
         },
         trx,
-      ),
-    );
+      );
+    });
   }
 
   async restore(actor: Actor, email: string, password: string): Promise<NewCredentials> {
     const user = await this.get(actor, email);
-    return this.#lifecycle.restore(user, password, (trx, result) =>
-      this.#audit.record(
+    return this.#lifecycle.restore(user, password, async (trx, result) => {
+      await this.get(actor, user.email, trx);
+      await this.#audit.record(
         actor,
         {
           action: "user.restore",
@@ -372,8 +374,8 @@ export class AdminUsers {
           detail: { newRecoveryToken: result.recoveryToken !== null },
         },
         trx,
-      ),
-    );
+      );
+    });
   }
 
   async enableTotp(
@@ -383,12 +385,14 @@ export class AdminUsers {
   ): Promise<{ secret: string; backupCodes: string[] }> {
     const user = await this.get(actor, email);
     return this.#users.enableTotp(user, input, {
-      within: (trx) =>
-        this.#audit.record(
+      within: async (trx) => {
+        await this.get(actor, user.email, trx);
+        await this.#audit.record(
           actor,
           { action: "user.totp.enable", target: user.email, targetDomainId: user.domainId },
           trx,
-        ),
+        );
+      },
     });
   }
 

@@ -27,6 +27,9 @@ export async function withServices<T>(run: (services: Services) => Promise<T>): 
     return await run(
       createServices(database, new CryptoPool(config.cryptoPoolSize), {
         pwnedPasswordsUrl: config.pwnedPasswordsUrl,
+        // As the service logs it: the range API down lets the password through, said once per lookup.
+        onPasswordLookupError: (error) =>
+          process.stderr.write(`warning: leaked-password lookup failed: ${String(error)}\n`),
       }),
     );
   } finally {

@@ -2,13 +2,13 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { driverFault, isDatabaseUnavailable } from "../db/unavailable.ts";
-import { databaseUnavailable, ServiceError, statusOfKind } from "../errors.ts";
+import { databaseUnavailable, retryAfterOf, ServiceError, statusOfKind } from "../errors.ts";
+import { faultOf } from "../logger.ts";
 
 /** A refusal's status and `{"message"}`; a throttled one says when to come back. */
 export function refusalAnswer(reply: FastifyReply, error: ServiceError): FastifyReply {
-  const retryAfter = (error.params as { retryAfter?: unknown }).retryAfter;
-  if (error.kind === "throttled" && typeof retryAfter === "number")
-    reply.header("retry-after", String(retryAfter));
+  const retryAfter = retryAfterOf(error);
+  if (retryAfter !== undefined) reply.header("retry-after", String(retryAfter));
   return plainError(reply, statusOfKind[error.kind], error.apiText());
 }
 
@@ -68,7 +68,7 @@ export function errorHandler(error: FastifyError | Error, request: FastifyReques
     // Another framework error: its message may echo the URL or name internals.
     return plainError(reply, status, STATUS_CODES[status] ?? "Bad request");
   }
-  request.log.error({ err: error }, "request failed");
+  request.log.error({ err: faultOf(error) }, "request failed");
   return plainError(reply, 500, "internal error");
 }
 

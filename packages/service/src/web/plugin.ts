@@ -7,6 +7,7 @@ import type { FastifyError, FastifyInstance } from "fastify";
 import { driverFault, isDatabaseUnavailable } from "../db/unavailable.ts";
 import { ServiceError, statusOfKind } from "../errors.ts";
 import { defaultLocale, isLocale, translator } from "../i18n/catalogue.ts";
+import { faultOf } from "../logger.ts";
 import type { Services } from "../services.ts";
 import { sessionCookie, type WebContext, type WebServices } from "./context.ts";
 import { accountPages } from "./pages/account.ts";
@@ -97,22 +98,21 @@ export async function webInterface(app: FastifyInstance, services: Services) {
       };
     const { t } = request.web;
     if (error.code?.startsWith("FST_CSRF")) return errorPage(request, reply, 403, t("form.csrf"));
-    if (isDatabaseUnavailable(error)) {
-      request.log.warn({ err: driverFault(error) }, "database unavailable");
-      return errorPage(request, reply, 503, t("error.unavailable"));
-    }
     if (error instanceof ServiceError) {
       // A refusal no form took as a field error: a page of its own, in the visitor's language.
-      if (error.kind === "unavailable") return errorPage(request, reply, 503, t("error.unavailable"));
       retryAfterHeader(reply, error);
       const { key, params } = refusalText(error);
       return errorPage(request, reply, statusOfKind[error.kind], t(key, params));
+    }
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ err: driverFault(error) }, "database unavailable");
+      return errorPage(request, reply, 503, t("error.unavailable"));
     }
     if (error.code === "FST_REQ_FILE_TOO_LARGE" || error.statusCode === 413)
       return errorPage(request, reply, 413, t("error.tooLarge"));
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500)
       return errorPage(request, reply, error.statusCode, t("error.badRequest"));
-    request.log.error({ err: error }, "web page failed");
+    request.log.error({ err: faultOf(error) }, "web page failed");
     return errorPage(request, reply, 500, t("error.internal"));
   });
 

@@ -1,5 +1,5 @@
 import type { FastifyReply } from "fastify";
-import { type AnyRefusal, ServiceError, statusOfKind } from "../errors.ts";
+import { type AnyRefusal, retryAfterOf, ServiceError, statusOfKind } from "../errors.ts";
 import { refusalText } from "../i18n/refusal-text.ts";
 import type { FieldErrors } from "./context.ts";
 
@@ -26,7 +26,6 @@ export function refusalOnField(
 }
 
 export function retryAfterHeader(reply: FastifyReply, error: ServiceError): void {
-  const retryAfter = (error.params as { retryAfter?: unknown }).retryAfter;
-  if (error.kind === "throttled" && typeof retryAfter === "number")
-    reply.header("retry-after", String(retryAfter));
+  const retryAfter = retryAfterOf(error);
+  if (retryAfter !== undefined) reply.header("retry-after", String(retryAfter));
 }

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { Eta } from "eta";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { minPasswordLength } from "../accounts/password-policy.ts";
 import { isLocale, type Locale, locales, negotiateLocale, translator } from "../i18n/catalogue.ts";
 
 const templates = fileURLToPath(new URL("./templates/", import.meta.url));
@@ -33,6 +34,8 @@ export async function render(
     path: request.url.split("?")[0],
     errors: {},
     values: {},
+    // The password rule's bound, for the forms' hints (accounts/password-policy.ts).
+    minPasswordLength,
     ...data,
   });
   return reply.code(status).type("text/html; charset=utf-8").send(html);

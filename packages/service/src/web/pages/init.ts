@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { domainNameInvalid } from "../../accounts/domains.ts";
-import { minPasswordLength } from "../../accounts/password-policy.ts";
 import { normalizeSetting, settingDefinitions } from "../../accounts/settings.ts";
 import { type SetupSetting, type SetupStep, setupSettings } from "../../accounts/setup.ts";
 import { ServiceError } from "../../errors.ts";
@@ -83,7 +82,7 @@ export async function initPages(app: FastifyInstance, services: WebServices) {
       request,
       reply,
       "init/admin",
-      { errors, email: `postmaster@${primary?.name ?? ""}`, minPasswordLength },
+      { errors, email: `postmaster@${primary?.name ?? ""}` },
       status,
     );
   };

@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { parseAddress } from "../../accounts/addresses.ts";
-import { minPasswordLength } from "../../accounts/password-policy.ts";
 import { normalizeRecoveryToken } from "../../credentials/mailcrypt.ts";
 import type { MessageKey } from "../../i18n/catalogue.ts";
 import { formatDateTime } from "../../i18n/dates.ts";
@@ -60,7 +59,6 @@ export async function recoveryPages(app: FastifyInstance, services: WebServices)
         email: input.email,
         token: input.token,
         expiresAt: input.expiresAt ? formatDateTime(request.web.locale, input.expiresAt) : "",
-        minLength: minPasswordLength,
         errors: input.errors ?? {},
       },
       input.status ?? 200,

@@ -6,7 +6,6 @@ import {
   inviteCodesOnlyMultipliers,
   isMultiplier,
 } from "../../accounts/invite-codes.ts";
-import { minPasswordLength } from "../../accounts/password-policy.ts";
 import {
   maxLocalPartLength,
   minLocalPartLength,
@@ -94,7 +93,7 @@ export async function registrationPages(app: FastifyInstance, services: WebServi
     values: Record<string, string> = {},
     errors: FieldErrors = {},
     status = 200,
-  ) => render(request, reply, "register/form", { code, domain, values, errors, minPasswordLength }, status);
+  ) => render(request, reply, "register/form", { code, domain, values, errors }, status);
 
   /** The code of the path, checked; answers the visitor itself when it cannot be used. */
   const usableCode = async (request: FastifyRequest<{ Params: { code: string } }>, reply: FastifyReply) => {
