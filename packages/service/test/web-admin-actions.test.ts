@@ -127,6 +127,22 @@ describe("admin area: the actions of each page", () => {
     }
   });
 
+  test("paged lists link the next and previous page with their filters", async () => {
+    for (let i = 0; i < 25; i++)
+      await service.services.reservedNames.create(`pager${String(i).padStart(2, "0")}`);
+    const first = await admin.get("/admin/reserved-names?search=pager");
+    assert.match(first.text, /href="\/admin\/reserved-names\?search=pager&amp;page=2" rel="next"/);
+    assert.doesNotMatch(first.text, /rel="prev"/);
+    const second = await admin.get("/admin/reserved-names?search=pager&page=2");
+    assert.match(second.text, /href="\/admin\/reserved-names\?search=pager&amp;page=1" rel="prev"/);
+    assert.doesNotMatch(second.text, /rel="next"/);
+    const unfiltered = await admin.get("/admin/audit-log?page=1");
+    assert.equal(unfiltered.status, 200);
+    // The other tests count the reserved names.
+    for (let i = 0; i < 25; i++)
+      await service.services.reservedNames.delete(`pager${String(i).padStart(2, "0")}`);
+  });
+
   test("reserved names: created, imported from a text file with its counts, exported sorted", async () => {
     await admin.get("/admin/reserved-names");
     assert.equal((await admin.post("/admin/reserved-names", { name: "Webmaster" })).status, 303);

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { type AuditFilter, auditActions } from "../../../accounts/audit-log.ts";
 import { readSearch } from "../../../accounts/paging.ts";
 import type { FieldErrors, WebServices } from "../../context.ts";
-import { actorOf, adminArea, adminPage, pageOf, type Query, text, wholeNumber } from "./common.ts";
+import { actorOf, adminArea, adminPage, pageLinks, pageOf, type Query, text, wholeNumber } from "./common.ts";
 
 const perPage = 50;
 const day = 86400;
@@ -53,11 +53,6 @@ export async function adminAuditLogPages(app: FastifyInstance, services: WebServ
       admin.auditLog.list(actor, filter, { limit: perPage, offset: (page - 1) * perPage }),
       admin.domains.choices(actor),
     ]);
-    const link = (n: number) =>
-      `/admin/audit-log?${new URLSearchParams({
-        ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== "")),
-        page: String(n),
-      })}`;
     return adminPage(
       request,
       reply,
@@ -69,8 +64,7 @@ export async function adminAuditLogPages(app: FastifyInstance, services: WebServ
         actions: auditActions,
         domains,
         page,
-        previousUrl: page > 1 ? link(page - 1) : null,
-        nextUrl: page * perPage < listing.total ? link(page + 1) : null,
+        ...pageLinks("/admin/audit-log", filters, { page, perPage, total: listing.total }),
         detailText: (detail: Record<string, unknown> | null) => (detail ? JSON.stringify(detail) : ""),
       },
       Object.keys(errors).length > 0 ? 422 : 200,

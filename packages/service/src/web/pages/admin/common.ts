@@ -69,6 +69,19 @@ export function listUrl(
   return query === "" ? path : `${path}?${query}`;
 }
 
+/** The previous and next links of an offset-paged list (`?page=N` beside its filters); null at either end. */
+export function pageLinks(
+  path: string,
+  filters: Record<string, string | undefined>,
+  page: { page: number; perPage: number; total: number },
+): { previousUrl: string | null; nextUrl: string | null } {
+  const link = (n: number) => listUrl(path, filters, { page: n });
+  return {
+    previousUrl: page.page > 1 ? link(page.page - 1) : null,
+    nextUrl: page.page * page.perPage < page.total ? link(page.page + 1) : null,
+  };
+}
+
 /** The admin area's sections, in the navigation's order; `all`: admins only. */
 export const sections: { path: string; key: MessageKey; reach: "all" | "domain" }[] = [
   { path: "/admin", key: "admin.nav.dashboard", reach: "domain" },

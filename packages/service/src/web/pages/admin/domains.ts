@@ -11,6 +11,7 @@ import {
   adminArea,
   adminPage,
   type Form,
+  pageLinks,
   pageOf,
   param,
   type Query,
@@ -42,8 +43,6 @@ export async function adminDomainPages(app: FastifyInstance, services: WebServic
     const search = readSearch(request.query?.search);
     const page = pageOf(request.query ?? {});
     const listing = await admin.domains.list(actor, { search, limit: perPage, offset: (page - 1) * perPage });
-    const link = (n: number) =>
-      `/admin/domains?${new URLSearchParams({ ...(search ? { search } : {}), page: String(n) })}`;
     return adminPage(
       request,
       reply,
@@ -54,8 +53,7 @@ export async function adminDomainPages(app: FastifyInstance, services: WebServic
         values,
         errors,
         domainPath,
-        previousUrl: page > 1 ? link(page - 1) : null,
-        nextUrl: page * perPage < listing.total ? link(page + 1) : null,
+        ...pageLinks("/admin/domains", { search }, { page, perPage, total: listing.total }),
         page,
       },
       status,

@@ -17,7 +17,7 @@ import {
   adminArea,
   adminPage,
   type Form,
-  listUrl,
+  pageLinks,
   pageOf,
   param,
   type Query,
@@ -62,7 +62,6 @@ export async function adminInviteCodePages(app: FastifyInstance, services: WebSe
       ),
       admin.domains.choices(actor),
     ]);
-    const link = (n: number) => listUrl("/admin/invite-codes", filters, { page: n });
     return adminPage(
       request,
       reply,
@@ -73,8 +72,7 @@ export async function adminInviteCodePages(app: FastifyInstance, services: WebSe
         domains,
         values: values ?? { code: generateInviteCode(), domain: domains[0]?.name ?? "", owner: "" },
         errors,
-        previousUrl: page > 1 ? link(page - 1) : null,
-        nextUrl: page * perPage < listing.total ? link(page + 1) : null,
+        ...pageLinks("/admin/invite-codes", filters, { page, perPage, total: listing.total }),
       },
       status,
     );

@@ -7,7 +7,7 @@ import {
   adminArea,
   adminPage,
   type Form,
-  listUrl,
+  pageLinks,
   pageOf,
   param,
   type Query,
@@ -41,7 +41,6 @@ export async function adminReservedNamePages(app: FastifyInstance, services: Web
       limit: perPage,
       offset: (page - 1) * perPage,
     });
-    const link = (n: number) => listUrl("/admin/reserved-names", { search }, { page: n });
     return adminPage(
       request,
       reply,
@@ -51,8 +50,7 @@ export async function adminReservedNamePages(app: FastifyInstance, services: Web
         search,
         values,
         errors,
-        previousUrl: page > 1 ? link(page - 1) : null,
-        nextUrl: page * perPage < listing.total ? link(page + 1) : null,
+        ...pageLinks("/admin/reserved-names", { search }, { page, perPage, total: listing.total }),
       },
       status,
     );

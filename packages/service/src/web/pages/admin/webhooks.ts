@@ -21,6 +21,7 @@ import {
   adminArea,
   adminPage,
   type Form,
+  pageLinks,
   pageOf,
   param,
   type Query,
@@ -193,11 +194,6 @@ export async function adminWebhookPages(app: FastifyInstance, services: WebServi
       offset: (page - 1) * perPage,
     });
     const filters = { status: status ?? "", type: type ?? "" };
-    const link = (n: number) =>
-      `/admin/webhooks/${endpoint.id}/deliveries?${new URLSearchParams({
-        ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== "")),
-        page: String(n),
-      })}`;
     return adminPage(request, reply, "admin/webhooks/deliveries", {
       endpoint,
       listing,
@@ -205,8 +201,11 @@ export async function adminWebhookPages(app: FastifyInstance, services: WebServi
       statuses,
       events: webhookEvents,
       page,
-      previousUrl: page > 1 ? link(page - 1) : null,
-      nextUrl: page * perPage < listing.total ? link(page + 1) : null,
+      ...pageLinks(`/admin/webhooks/${endpoint.id}/deliveries`, filters, {
+        page,
+        perPage,
+        total: listing.total,
+      }),
     });
   });
 
