@@ -17,8 +17,8 @@ import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../co
 import type { RefusalFields } from "../../refusals.ts";
 import {
   actorOf,
-  adminArea,
   adminPage,
+  adminRoutes,
   cursorOf,
   type Form,
   listUrl,
@@ -65,8 +65,7 @@ const addressLines = (value: string): string[] =>
 /** `/admin/aliases…`: list with search and filters, create, edit and delete. */
 export async function adminAliasPages(app: FastifyInstance, services: WebServices) {
   const { admin } = services;
-  const guarded = { preHandler: adminArea };
-  const posted = { preHandler: [app.csrfProtection, adminArea] };
+  const { guarded, posted } = adminRoutes(app);
 
   app.get<{ Querystring: Query }>("/admin/aliases", guarded, async (request, reply) => {
     const actor = actorOf(request);

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type Actor, notPermitted, userActor } from "../../../accounts/admin-scope.ts";
 import type { ListCursor } from "../../../admin/keyset.ts";
 import { ServiceError, statusOfKind } from "../../../errors.ts";
@@ -26,6 +26,12 @@ export const texts = (value: unknown): string[] =>
 
 /** `/admin` and below: signed in with ROLE_DOMAIN_ADMIN or ROLE_ADMIN (the hierarchy); others get 403. */
 export const adminArea = withRole("ROLE_DOMAIN_ADMIN");
+
+/** The route options of an admin page: `guarded` for a page, `posted` for a form (its CSRF token first). */
+export const adminRoutes = (app: FastifyInstance) => ({
+  guarded: { preHandler: adminArea },
+  posted: { preHandler: [app.csrfProtection, adminArea] },
+});
 
 /** The signed-in admin as the admin services know it (after `adminArea`, never null). */
 export function actorOf(request: FastifyRequest): Actor {

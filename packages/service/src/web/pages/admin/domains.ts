@@ -8,8 +8,8 @@ import { confirmPassword } from "../../password-confirmation.ts";
 import { refusalOnField } from "../../refusals.ts";
 import {
   actorOf,
-  adminArea,
   adminPage,
+  adminRoutes,
   type Form,
   pageLinks,
   pageOf,
@@ -29,8 +29,7 @@ const perPage = 20;
  */
 export async function adminDomainPages(app: FastifyInstance, services: WebServices) {
   const { admin } = services;
-  const guarded = { preHandler: adminArea };
-  const posted = { preHandler: [app.csrfProtection, adminArea] };
+  const { guarded, posted } = adminRoutes(app);
 
   const listPage = async (
     request: FastifyRequest<{ Querystring: Query }>,

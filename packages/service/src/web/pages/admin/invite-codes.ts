@@ -14,8 +14,8 @@ import { isRefusal } from "../../../errors.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
 import {
   actorOf,
-  adminArea,
   adminPage,
+  adminRoutes,
   type Form,
   pageLinks,
   pageOf,
@@ -31,8 +31,7 @@ const perPage = 20;
 /** `/admin/invite-codes`: the invite codes of the actor's domains; create (with owner and domain) and delete. */
 export async function adminInviteCodePages(app: FastifyInstance, services: WebServices) {
   const { admin } = services;
-  const guarded = { preHandler: adminArea };
-  const posted = { preHandler: [app.csrfProtection, adminArea] };
+  const { guarded, posted } = adminRoutes(app);
 
   const codesPage = async (
     request: FastifyRequest<{ Querystring: Query }>,

@@ -8,6 +8,7 @@ import {
   actorOf,
   adminArea,
   adminPage,
+  adminRoutes,
   cursorOf,
   type Form,
   listUrl,
@@ -24,7 +25,7 @@ import {
  */
 export async function adminOpenPgpKeyPages(app: FastifyInstance, services: WebServices) {
   const { admin } = services;
-  const guarded = { preHandler: adminArea };
+  const { guarded } = adminRoutes(app);
 
   // The upload takes a file: the multipart parser in a scope of its own.
   await app.register(async (scope) => {

@@ -6,6 +6,7 @@ import {
   actorOf,
   adminArea,
   adminPage,
+  adminRoutes,
   type Form,
   pageLinks,
   pageOf,
@@ -22,8 +23,7 @@ const maxNamesFileBytes = 1024 * 1024;
 /** `/admin/reserved-names` (admins): the names no one may register; create, delete, import from and export to a text file. */
 export async function adminReservedNamePages(app: FastifyInstance, services: WebServices) {
   const { admin } = services;
-  const guarded = { preHandler: adminArea };
-  const posted = { preHandler: [app.csrfProtection, adminArea] };
+  const { guarded, posted } = adminRoutes(app);
 
   const namesPage = async (
     request: FastifyRequest<{ Querystring: Query }>,

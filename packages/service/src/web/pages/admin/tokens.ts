@@ -10,8 +10,8 @@ import {
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
 import {
   actorOf,
-  adminArea,
   adminPage,
+  adminRoutes,
   type Form,
   param,
   refusedFields,
@@ -23,8 +23,7 @@ import {
 /** `/admin/api-tokens…` (admins only): list, create with the plain token shown once, delete after confirming. */
 export async function adminTokenPages(app: FastifyInstance, services: WebServices) {
   const { admin } = services;
-  const guarded = { preHandler: adminArea };
-  const posted = { preHandler: [app.csrfProtection, adminArea] };
+  const { guarded, posted } = adminRoutes(app);
 
   const listPage = async (
     request: FastifyRequest,

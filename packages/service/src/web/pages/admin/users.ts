@@ -21,8 +21,8 @@ import { type RefusalFields, refusalOnField } from "../../refusals.ts";
 import { smtpQuotaField } from "./aliases.ts";
 import {
   actorOf,
-  adminArea,
   adminPage,
+  adminRoutes,
   cursorOf,
   type Form,
   listUrl,
@@ -73,8 +73,7 @@ const userFields: RefusalFields = [
 /** `/admin/users…`: the list with its filters, the user page, create, edit, delete, reset, restore. */
 export async function adminUserPages(app: FastifyInstance, services: WebServices) {
   const { admin } = services;
-  const guarded = { preHandler: adminArea };
-  const posted = { preHandler: [app.csrfProtection, adminArea] };
+  const { guarded, posted } = adminRoutes(app);
 
   app.get<{ Querystring: Query }>("/admin/users", guarded, async (request, reply) => {
     const actor = actorOf(request);

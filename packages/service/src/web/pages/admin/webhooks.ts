@@ -18,8 +18,8 @@ import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../co
 import { type RefusalFields, refusalText } from "../../refusals.ts";
 import {
   actorOf,
-  adminArea,
   adminPage,
+  adminRoutes,
   type Form,
   pageLinks,
   pageOf,
@@ -57,8 +57,7 @@ function endpointId(request: FastifyRequest): number {
  */
 export async function adminWebhookPages(app: FastifyInstance, services: WebServices) {
   const { admin } = services;
-  const guarded = { preHandler: adminArea };
-  const posted = { preHandler: [app.csrfProtection, adminArea] };
+  const { guarded, posted } = adminRoutes(app);
 
   app.get("/admin/webhooks", guarded, async (request, reply) => {
     const actor = actorOf(request);
