@@ -230,7 +230,10 @@ describe("web: the admin area, users and domains (real Chromium)", { skip: skip 
     );
     assert.ok(!rows.join("\n").includes(newPassword), "no password in the log");
     await page.getByLabel("Action").selectOption("user.reset");
-    await page.getByRole("button", { name: "Apply filters" }).click();
+    await Promise.all([
+      page.waitForURL(/[?&]action=user\.reset/),
+      page.getByRole("button", { name: "Apply filters" }).click(),
+    ]);
     const filtered = await page.locator("table.audit tbody tr").allInnerTexts();
     assert.equal(filtered.length, 1);
     assert.match(filtered[0] ?? "", /user\.reset/);

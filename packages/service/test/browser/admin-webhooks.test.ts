@@ -147,7 +147,11 @@ describe("web: the admin area, webhooks, tokens and maintenance (real Chromium)"
     const endpoint = (await service.services.webhooks.list())[0];
     await page.goto(`${service.url}/admin/webhooks/${endpoint?.id}/deliveries`);
     await page.getByLabel("Status").selectOption("failed");
-    await page.getByRole("button", { name: "Apply filters" }).click();
+    // The filtered page, not the one it replaces: the rows are read once the new address is loaded.
+    await Promise.all([
+      page.waitForURL(/[?&]status=failed/),
+      page.getByRole("button", { name: "Apply filters" }).click(),
+    ]);
     const failed = await page.locator("table tbody tr").allInnerTexts();
     assert.equal(failed.length, 1);
     assert.match(failed[0] ?? "", /user\.deleted\s+Failed\s+1\s+500/);
