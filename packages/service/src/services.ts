@@ -11,7 +11,7 @@ import { RetentionService } from "./accounts/retention.ts";
 import { SettingsService } from "./accounts/settings.ts";
 import { SetupService } from "./accounts/setup.ts";
 import { SignInService } from "./accounts/sign-in.ts";
-import { SignInThrottle } from "./accounts/sign-in-throttle.ts";
+import { accountCeiling, SignInGuard } from "./accounts/sign-in-guard.ts";
 import { TwoFactorService } from "./accounts/two-factor.ts";
 import { UserAliasService } from "./accounts/user-aliases.ts";
 import { UserService } from "./accounts/users.ts";
@@ -41,7 +41,8 @@ export interface Services {
   aliases: AliasService;
   lifecycle: LifecycleService;
   signIn: SignInService;
-  signInThrottle: SignInThrottle;
+  /** The one guard every check of a secret passes through (accounts/sign-in-guard.ts). */
+  signInGuard: SignInGuard;
   passwordPolicy: PasswordPolicy;
   identity: IdentityService;
   retention: RetentionService;
@@ -71,6 +72,8 @@ export interface ServiceOptions {
   pwnedPasswordsUrl?: string | null;
   /** Where a failed range lookup is reported (it never blocks a password). */
   onPasswordLookupError?: (error: unknown) => void;
+  /** Where a failure of the guard's owner e-mail is reported (it never changes an answer). */
+  onGuardError?: (error: unknown) => void;
   /** SMTP_URL: e-mail is written to the outbox only when a relay is configured. */
   smtpUrl?: string | null;
 }
@@ -88,9 +91,25 @@ export function createServices(
     ...(options.onPasswordLookupError ? { onLookupError: options.onPasswordLookupError } : {}),
   });
   const users = new UserService(db, pool, settings, events, passwordPolicy);
-  const signInThrottle = new SignInThrottle(db);
   const domains = new DomainService(db);
   const mail = new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock });
+  const signInGuard = new SignInGuard(db, {
+    // The owner hears once per window that someone is guessing; unknown addresses get nothing.
+    onCeiling: async (account, kind) => {
+      if (kind !== "password" || !mail.enabled) return;
+      const user = await users.findByEmail(account);
+      if (!user || user.deleted) return;
+      await db.transaction().execute((trx) =>
+        mail.guessing(trx, {
+          email: user.email,
+          failures: accountCeiling.freeFailures,
+          clients: [],
+          locale: defaultLocale,
+        }),
+      );
+    },
+    ...(options.onGuardError ? { onError: options.onGuardError } : {}),
+  });
   const inviteCodes = new InviteCodeService(db);
   const reservedNames = new ReservedNameService(db);
   const lifecycle = new LifecycleService(db, pool, settings, users, events);
@@ -108,9 +127,9 @@ export function createServices(
     users,
     aliases: new AliasService(db, users),
     lifecycle,
-    signInThrottle,
+    signInGuard,
     passwordPolicy,
-    signIn: new SignInService(db, pool, settings, users, signInThrottle, (result) =>
+    signIn: new SignInService(db, pool, settings, users, signInGuard, (result) =>
       metrics.signIns.inc({ result }),
     ),
     identity: new IdentityService(db),
@@ -123,7 +142,7 @@ export function createServices(
     userAliases,
     openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
     mail,
-    recovery: new RecoveryService(db, pool, signInThrottle, mail, passwordPolicy),
+    recovery: new RecoveryService(db, pool, signInGuard, mail, passwordPolicy),
     inviteCodes,
     reservedNames,
     registration: new RegistrationService(db, users, inviteCodes, reservedNames, mail),

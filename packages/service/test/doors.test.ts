@@ -18,7 +18,7 @@ import { after, before, describe, test } from "node:test";
 import * as openpgp from "openpgp";
 import { minPasswordLength, passwordLeaked, passwordTooShort } from "../src/accounts/password-policy.ts";
 import { passwordWrong, signInThrottled } from "../src/accounts/sign-in.ts";
-import { accountPolicy } from "../src/accounts/sign-in-throttle.ts";
+import { clientPolicy } from "../src/accounts/sign-in-guard.ts";
 import { CryptoPool } from "../src/credentials/crypto-pool.ts";
 import { openDatabase } from "../src/db/database.ts";
 import { migrateToLatest } from "../src/db/migrate.ts";
@@ -814,7 +814,7 @@ describe("one rule at every door", () => {
     ];
 
     const attempts = 10;
-    const free = accountPolicy.freeFailures;
+    const free = clientPolicy.freeFailures;
     const seen: Record<string, unknown>[] = [];
     const wanted: Record<string, unknown>[] = [];
     for (const door of doors) {
@@ -852,7 +852,7 @@ describe("one rule at every door", () => {
       for (const answer of answers.slice(free)) {
         const seconds = Number(answer.retryAfter);
         assert.ok(
-          Number.isInteger(seconds) && seconds > 0 && seconds <= accountPolicy.firstDelay,
+          Number.isInteger(seconds) && seconds > 0 && seconds <= clientPolicy.firstDelay,
           `${door.door}: Retry-After ${answer.retryAfter}`,
         );
       }

@@ -14,7 +14,7 @@ import type { Locale } from "../i18n/catalogue.ts";
 import { parseAddress } from "./addresses.ts";
 import { checkPasswordShape, type PasswordPolicy } from "./password-policy.ts";
 import { activeUserRow, endWebSessions, isActiveUser } from "./queries.ts";
-import type { SignInThrottle } from "./sign-in-throttle.ts";
+import type { SignInGuard } from "./sign-in-guard.ts";
 import { nowSeconds } from "./users.ts";
 
 /** The reference's fixed periods: a new password can be set 2 days after the start, until day 30. */
@@ -81,7 +81,7 @@ export interface RecoveryMail {
 export class RecoveryService {
   readonly #db: Kysely<Database>;
   readonly #pool: CryptoPool;
-  readonly #throttle: SignInThrottle;
+  readonly #guard: SignInGuard;
   readonly #mail: RecoveryMail;
   readonly #passwordPolicy: PasswordPolicy;
   #decoyBox: Promise<string> | null = null;
@@ -89,14 +89,14 @@ export class RecoveryService {
   constructor(
     db: Kysely<Database>,
     pool: CryptoPool,
-    throttle: SignInThrottle,
+    guard: SignInGuard,
     mail: RecoveryMail,
     passwordPolicy: PasswordPolicy,
   ) {
     this.#passwordPolicy = passwordPolicy;
     this.#db = db;
     this.#pool = pool;
-    this.#throttle = throttle;
+    this.#guard = guard;
     this.#mail = mail;
   }
 
@@ -208,32 +208,38 @@ export class RecoveryService {
   ): Promise<Verified | { kind: "wrong" } | { kind: "throttled"; retryAfter: number }> {
     const address = parseAddress(String(rawEmail));
     const token = normalizeRecoveryToken(String(rawToken));
-    const subjects = { account: `recovery:${address?.email ?? String(rawEmail)}`, client: request.client };
-    const retryAfter = await this.#throttle.retryAfter(subjects);
-    if (retryAfter > 0) return { kind: "throttled", retryAfter };
-    const row = address ? await activeUserRow(this.#db, address.email) : undefined;
-    const box = row?.recovery_secret_box ?? null;
-    let privateKey: string | null = null;
-    if (token !== null) {
-      try {
-        privateKey = await openSecretBox(box ?? (await this.#decoy()), token, this.#pool);
-        if (box === null) privateKey = null;
-      } catch (error) {
-        if (!(error instanceof SecretBoxError)) throw error;
-      }
-    }
-    if (!row || box === null || privateKey === null) {
-      await this.#throttle.recordFailure(subjects);
-      return { kind: "wrong" };
-    }
-    await this.#throttle.recordSuccess(subjects);
-    return {
-      id: row.id,
-      email: row.email,
-      recoveryBox: box,
-      startTime: row.recovery_start_time,
-      privateKey,
-    };
+    const guarded = await this.#guard.attempt(
+      {
+        kind: "recovery_token",
+        door: "web",
+        account: address?.email ?? String(rawEmail),
+        client: { address: request.client },
+      },
+      async () => {
+        const row = address ? await activeUserRow(this.#db, address.email) : undefined;
+        const box = row?.recovery_secret_box ?? null;
+        let privateKey: string | null = null;
+        if (token !== null) {
+          try {
+            privateKey = await openSecretBox(box ?? (await this.#decoy()), token, this.#pool);
+            if (box === null) privateKey = null;
+          } catch (error) {
+            if (!(error instanceof SecretBoxError)) throw error;
+          }
+        }
+        if (!row || box === null || privateKey === null) return { right: false, value: null };
+        const verified: Verified = {
+          id: row.id,
+          email: row.email,
+          recoveryBox: box,
+          startTime: row.recovery_start_time,
+          privateKey,
+        };
+        return { right: true, value: verified };
+      },
+    );
+    if (guarded.outcome === "throttled") return { kind: "throttled", retryAfter: guarded.retryAfter };
+    return guarded.value ?? { kind: "wrong" };
   }
 
   /** A box no token opens, made once, for the equal work on unknown addresses. */

@@ -17,7 +17,7 @@ import {
 import { activeUserRow } from "./queries.ts";
 import { effectiveRoles } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
-import type { SignInThrottle } from "./sign-in-throttle.ts";
+import type { Door, GuardClient, SignInGuard } from "./sign-in-guard.ts";
 import { nowSeconds, toUser, type User, type UserService } from "./users.ts";
 
 /**
@@ -35,7 +35,7 @@ export type SignInResult =
 
 /** The current password, asked again to confirm a change, is not the user's. */
 export const passwordWrong = refusal("password.wrong", "invalid", () => "password: wrong password");
-/** The brute-force policy refuses the attempt unchecked (sign-in-throttle.ts); `retryAfter` in seconds. */
+/** The brute-force policy refuses the attempt unchecked (sign-in-guard.ts); `retryAfter` in seconds. */
 export const signInThrottled = refusal<{ retryAfter: number }>(
   "sign_in.throttled",
   "throttled",
@@ -72,18 +72,21 @@ export type MailCryptUnlock =
   | { state: "unlocked"; privateKey: string; publicKey: string }
   | { state: "failed"; reason: string };
 
-export interface SignInOptions {
+/** Where a check of a secret comes from: every check passes the sign-in guard (sign-in-guard.ts). */
+export interface CheckOrigin {
+  /** The door; it decides the crypto pool's lane. Default: the console (no client). */
+  door?: Door;
+  /** The client as the door knows it: its IP address, the web's device cookie. */
+  client?: GuardClient;
+  /** Fires when the client has gone: its queued crypto work is dropped (`crypto.abandoned`). */
+  signal?: AbortSignal | undefined;
+}
+
+export interface SignInOptions extends CheckOrigin {
   /** Open the MailCrypt private key with the password (passdb). */
   unlockMailCrypt?: boolean;
-  /**
-   * Apply the brute-force policy (sign-in-throttle.ts): a throttled attempt is answered without
-   * checking the password, a failure is counted for the address and the client.
-   */
-  throttle?: {
-    client?: string | undefined;
-    /** The address the attempt is counted for, when it is not the one signed in with. */
-    account?: string;
-  };
+  /** The address the attempt is counted for, when it is not the one signed in with (identity). */
+  account?: string;
   /**
    * The door has a second step (the web's 2FA): the sign-in is recorded as activity only once that
    * step succeeds (`recordSecondFactor`), not at the password.
@@ -91,12 +94,20 @@ export interface SignInOptions {
   deferActivity?: boolean;
 }
 
+const attemptOf = (kind: "password" | "second_factor", account: string, origin: CheckOrigin) => ({
+  kind,
+  door: origin.door ?? ("console" as const),
+  account,
+  client: origin.client ?? {},
+  signal: origin.signal,
+});
+
 export class SignInService {
   readonly #db: Kysely<Database>;
   readonly #pool: CryptoPool;
   readonly #settings: SettingsService;
   readonly #users: UserService;
-  readonly #throttle: SignInThrottle;
+  readonly #guard: SignInGuard;
   readonly #observe: (result: SignInResult["kind"]) => void;
 
   constructor(
@@ -104,65 +115,52 @@ export class SignInService {
     pool: CryptoPool,
     settings: SettingsService,
     users: UserService,
-    throttle: SignInThrottle,
+    guard: SignInGuard,
     observe: (result: SignInResult["kind"]) => void = () => {},
   ) {
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
     this.#users = users;
-    this.#throttle = throttle;
+    this.#guard = guard;
     this.#observe = observe;
   }
 
-  /** The one rule for who may sign in with a password; every sign-in path calls it. */
+  /**
+   * The one rule for who may sign in with a password; every sign-in path calls it, and it runs under
+   * the sign-in guard: a throttled attempt is answered without checking the password.
+   */
   async signIn(rawEmail: string, password: string, options: SignInOptions = {}): Promise<SignInResult> {
-    const result = options.throttle
-      ? await this.#throttled(rawEmail, password, options, options.throttle)
-      : await this.#signIn(rawEmail, password, options);
+    const account = (options.account ?? String(rawEmail)).trim();
+    const guarded = await this.#guard.attempt(attemptOf("password", account, options), async () => {
+      const result = await this.#signIn(rawEmail, password, options);
+      return { right: result.kind !== "unknown" && result.kind !== "wrong_password", value: result };
+    });
+    const result: SignInResult =
+      guarded.outcome === "throttled" ? { kind: "throttled", retryAfter: guarded.retryAfter } : guarded.value;
     this.#observe(result.kind);
-    return result;
-  }
-
-  async #throttled(
-    rawEmail: string,
-    password: string,
-    options: SignInOptions,
-    throttle: NonNullable<SignInOptions["throttle"]>,
-  ): Promise<SignInResult> {
-    const subjects = { account: (throttle.account ?? String(rawEmail)).trim(), client: throttle.client };
-    const retryAfter = await this.#throttle.retryAfter(subjects);
-    if (retryAfter > 0) return { kind: "throttled", retryAfter };
-    const result = await this.#signIn(rawEmail, password, options);
-    if (result.kind === "unknown" || result.kind === "wrong_password")
-      await this.#throttle.recordFailure(subjects);
-    else await this.#throttle.recordSuccess(subjects);
     return result;
   }
 
   /**
    * The one re-confirmation of a signed-in user's current password (password change, recovery token,
-   * deletion, two-factor and OpenPGP changes, at every door): under the brute-force policy, counted
-   * for the account and the client like a sign-in, but not recorded as one. Throws `sign_in.throttled`
-   * (unchecked) or `password.wrong`.
+   * deletion, two-factor and OpenPGP changes, at every door): under the sign-in guard like a sign-in,
+   * but not recorded as one. Throws `sign_in.throttled` (unchecked) or `password.wrong`.
    */
-  async confirmPassword(user: User, password: string, client?: string): Promise<ConfirmedPassword> {
-    const subjects = { account: user.email, client };
-    const retryAfter = await this.#throttle.retryAfter(subjects);
-    if (retryAfter > 0) throw signInThrottled({ retryAfter });
-    const current = await this.#users.findByEmail(user.email);
-    const valid =
-      current !== null &&
-      !current.deleted &&
-      typeof password === "string" &&
-      password !== "" &&
-      (await verifyPassword(password, current.passwordHash, this.#pool)).valid;
-    if (!valid || !current) {
-      await this.#throttle.recordFailure(subjects);
-      throw passwordWrong();
-    }
-    await this.#throttle.recordSuccess(subjects);
-    return confirmation(current, password);
+  async confirmPassword(user: User, password: string, origin: CheckOrigin = {}): Promise<ConfirmedPassword> {
+    const guarded = await this.#guard.attempt(attemptOf("password", user.email, origin), async () => {
+      const current = await this.#users.findByEmail(user.email);
+      const valid =
+        current !== null &&
+        !current.deleted &&
+        typeof password === "string" &&
+        password !== "" &&
+        (await verifyPassword(password, current.passwordHash, this.#pool)).valid;
+      return { right: valid, value: valid ? current : null };
+    });
+    if (guarded.outcome === "throttled") throw signInThrottled({ retryAfter: guarded.retryAfter });
+    if (guarded.outcome === "wrong" || !guarded.value) throw passwordWrong();
+    return confirmation(guarded.value, password);
   }
 
   /** The second step of a deferred sign-in succeeded: now it counts as the user's activity. */
@@ -206,9 +204,24 @@ export class SignInService {
    * of the current step or one either side, not used before, or an unused backup code); only then is
    * "password change required" revealed. A code is used up (its TOTP step recorded, the backup code
    * removed) only when the answer is `ok`, so a refused request leaves it usable. Of two requests
-   * racing with one code, only one gets `ok`.
+   * racing with one code, only one gets `ok`. Runs under the sign-in guard (throws
+   * `sign_in.throttled` unchecked).
    */
-  async validateSecondFactor(user: User | null, code: string): Promise<SecondFactorResult> {
+  async validateSecondFactor(
+    user: User | null,
+    code: string,
+    origin: CheckOrigin & { account?: string } = {},
+  ): Promise<SecondFactorResult> {
+    const account = origin.account ?? user?.email ?? "";
+    const guarded = await this.#guard.attempt(attemptOf("second_factor", account, origin), async () => {
+      const result = await this.#secondFactor(user, String(code));
+      return { right: result === "ok" || result === "password_change_required", value: result };
+    });
+    if (guarded.outcome === "throttled") throw signInThrottled({ retryAfter: guarded.retryAfter });
+    return guarded.value;
+  }
+
+  async #secondFactor(user: User | null, code: string): Promise<SecondFactorResult> {
     if (!user || user.deleted || effectiveRoles(user.roles).has("ROLE_SPAM")) return "unknown";
     if (!user.totpConfirmed || !user.totpSecret) return "not_configured";
     const step = totpStepFor(user.totpSecret, code, Date.now(), user.totpLastStep);

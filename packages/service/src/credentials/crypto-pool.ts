@@ -1,19 +1,90 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { availableParallelism } from "node:os";
+import { refusal } from "../errors.ts";
 
 /**
- * A counting semaphore for memory-hungry crypto (each Argon2 job holds 64 MiB): at most `size` jobs
- * run at once, the rest wait in FIFO order. The jobs themselves run on libuv's thread pool or in
- * worker threads, so the pool bounds memory and CPU, not the event loop.
+ * Which share of the pool a job may take. The mail server's sign-ins (passdb, SMTP auth) keep a
+ * share that interactive work (web sign-ins, re-confirmations, webmail, identity) cannot take, so a
+ * flood of anonymous web sign-ins never stalls IMAP and SMTP.
+ */
+export type CryptoLane = "mail" | "interactive";
+
+/** What the door running a check tells the pool: its lane, and a signal that fires when its client left. */
+export interface CryptoContext {
+  lane: CryptoLane;
+  signal?: AbortSignal | undefined;
+}
+
+const contexts = new AsyncLocalStorage<CryptoContext>();
+
+/**
+ * Runs `work` with a crypto context: every pool job it starts (however deep in the credential
+ * functions) takes that lane and is dropped when the signal fires before the job ran.
+ */
+export const withCryptoContext = <T>(context: CryptoContext, work: () => Promise<T>): Promise<T> =>
+  contexts.run(context, work);
+
+/**
+ * A signal that fires when an HTTP response's connection closes before the answer was written: the
+ * client gave up, so its queued crypto work is dropped. Takes Node's `ServerResponse` (`reply.raw`).
+ */
+export function signalOnClose(response: {
+  once(event: "close", listener: () => void): unknown;
+  readonly writableFinished: boolean;
+}): AbortSignal {
+  const controller = new AbortController();
+  response.once("close", () => {
+    if (!response.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** The pool refused the job (its queue full, its wait too long): a temporary failure, try again. */
+export const cryptoBusy = refusal("crypto.busy", "unavailable", () => "busy, try again");
+/** The client that asked for the job has gone: nothing to answer, the job was never run. */
+export const cryptoAbandoned = refusal("crypto.abandoned", "unavailable", () => "request abandoned");
+
+export interface CryptoPoolOptions {
+  /** Jobs running at once (each Argon2 job holds 64 MiB). */
+  size?: number;
+  /** Jobs waiting per lane; one more is refused at once (`crypto.busy`). */
+  queueLimit?: number;
+  /** Milliseconds a job may wait for a slot before it is refused (`crypto.busy`). */
+  waitLimitMs?: number;
+}
+
+interface Waiter {
+  lane: CryptoLane;
+  start: () => void;
+  fail: (error: Error) => void;
+}
+
+/**
+ * A counting semaphore for memory-hungry crypto: at most `size` jobs run at once, the rest wait in
+ * FIFO order per lane. Bounded: a lane's queue has a limit, a waiting job has a deadline, and a job
+ * whose client has gone is dropped before it runs. Interactive jobs may take all slots but the mail
+ * lane's share (half the pool, at least one); a freed slot goes to a waiting mail job first. The jobs
+ * themselves run on libuv's thread pool or in worker threads, so the pool bounds memory and CPU,
+ * not the event loop.
  */
 export class CryptoPool {
   readonly #size: number;
+  readonly #interactiveLimit: number;
+  readonly #queueLimit: number;
+  readonly #waitLimitMs: number;
   #running = 0;
-  readonly #waiting: Array<() => void> = [];
+  #runningInteractive = 0;
+  readonly #waiting: Record<CryptoLane, Waiter[]> = { mail: [], interactive: [] };
 
-  constructor(size: number = availableParallelism()) {
+  constructor(sizeOrOptions: number | CryptoPoolOptions = {}) {
+    const options = typeof sizeOrOptions === "number" ? { size: sizeOrOptions } : sizeOrOptions;
+    const size = options.size ?? availableParallelism();
     if (!Number.isInteger(size) || size < 1)
       throw new RangeError(`CryptoPool size must be a positive integer`);
     this.#size = size;
+    this.#interactiveLimit = size === 1 ? 1 : size - Math.max(1, Math.floor(size / 2));
+    this.#queueLimit = options.queueLimit ?? 32 * size;
+    this.#waitLimitMs = options.waitLimitMs ?? 10_000;
   }
 
   get size(): number {
@@ -25,31 +96,76 @@ export class CryptoPool {
   }
 
   get queued(): number {
-    return this.#waiting.length;
+    return this.#waiting.mail.length + this.#waiting.interactive.length;
   }
 
   async run<T>(job: () => Promise<T>): Promise<T> {
-    await this.#acquire();
+    const context = contexts.getStore();
+    // Work that names no lane (console, importers, jobs) is not interactive: it may use every slot.
+    const lane = context?.lane ?? "mail";
+    await this.#acquire(lane, context?.signal);
     try {
       return await job();
     } finally {
-      this.#release();
+      this.#release(lane);
     }
   }
 
-  #acquire(): Promise<void> {
-    if (this.#running < this.#size) {
-      this.#running++;
+  #canStart(lane: CryptoLane): boolean {
+    if (this.#running >= this.#size) return false;
+    return lane === "mail" || this.#runningInteractive < this.#interactiveLimit;
+  }
+
+  #take(lane: CryptoLane): void {
+    this.#running++;
+    if (lane === "interactive") this.#runningInteractive++;
+  }
+
+  #acquire(lane: CryptoLane, signal: AbortSignal | undefined): Promise<void> {
+    if (signal?.aborted) return Promise.reject(cryptoAbandoned());
+    const queue = this.#waiting[lane];
+    if (queue.length === 0 && this.#canStart(lane)) {
+      this.#take(lane);
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.#waiting.push(resolve));
+    if (queue.length >= this.#queueLimit) return Promise.reject(cryptoBusy());
+    return new Promise((resolve, reject) => {
+      const leave = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", abandoned);
+        const index = queue.indexOf(waiter);
+        if (index >= 0) queue.splice(index, 1);
+      };
+      const abandoned = () => waiter.fail(cryptoAbandoned());
+      const waiter: Waiter = {
+        lane,
+        start: () => {
+          leave();
+          resolve();
+        },
+        fail: (error) => {
+          leave();
+          reject(error);
+        },
+      };
+      const timer = setTimeout(() => waiter.fail(cryptoBusy()), this.#waitLimitMs);
+      timer.unref();
+      signal?.addEventListener("abort", abandoned, { once: true });
+      queue.push(waiter);
+    });
   }
 
-  #release(): void {
-    const next = this.#waiting.shift();
-    // The slot passes straight to the next waiter, so `running` stays the same.
-    if (next) next();
-    else this.#running--;
+  #release(lane: CryptoLane): void {
+    this.#running--;
+    if (lane === "interactive") this.#runningInteractive--;
+    for (const next of ["mail", "interactive"] as const) {
+      const waiter = this.#waiting[next][0];
+      if (waiter && this.#canStart(next)) {
+        this.#take(next);
+        waiter.start();
+        return;
+      }
+    }
   }
 }
 

@@ -186,6 +186,15 @@ export interface SignInFailureTable {
   failures: number;
   last_failure_at: UnixTime;
   blocked_until: UnixTime;
+  /** The end of the lease of a check in flight, in milliseconds; 0 or past = none. */
+  busy_until: Generated<number>;
+}
+
+/** A client (address group or web device) that signed in to the account before. */
+export interface TrustedClientTable {
+  account: string;
+  client: string;
+  last_success_at: UnixTime;
 }
 
 export interface MailOutboxTable extends LeasedOutboxColumns {
@@ -224,6 +233,7 @@ export interface Database {
   reserved_names: ReservedNameTable;
   web_sessions: WebSessionTable;
   sign_in_failures: SignInFailureTable;
+  trusted_clients: TrustedClientTable;
   mail_outbox: MailOutboxTable;
   audit_log: AuditLogTable;
 }

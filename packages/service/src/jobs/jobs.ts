@@ -5,7 +5,7 @@ import { isActiveUser } from "../accounts/queries.ts";
 import { isExemptFromInactivityDeletion, parseStoredRoles } from "../accounts/roles.ts";
 import { pruneWebSessions } from "../accounts/session-lifetimes.ts";
 import type { SettingsService } from "../accounts/settings.ts";
-import { SignInThrottle } from "../accounts/sign-in-throttle.ts";
+import { SignInGuard } from "../accounts/sign-in-guard.ts";
 import { nowSeconds } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
 import type { Logger } from "../logger.ts";
@@ -77,7 +77,7 @@ export function scheduledJobs(deps: JobDependencies): Job[] {
       run: async () => {
         const now = deps.clock ? Math.floor(deps.clock() / 1000) : nowSeconds();
         const sessions = await pruneWebSessions(deps.db, deps.settings, now);
-        const counters = await new SignInThrottle(deps.db).forgetOld(now);
+        const counters = await new SignInGuard(deps.db).forgetOld(now);
         return `removed ${sessions} expired web sessions and ${counters} old sign-in failure counters`;
       },
     },

@@ -107,3 +107,30 @@ export function recoveryStartedMessage(input: {
     },
   );
 }
+
+/** To the account when its daily ceiling of failed sign-ins from unknown clients is reached (sign-in-guard.ts). */
+export function guessingMessage(input: {
+  email: string;
+  failures: number;
+  /** The latest client addresses the failures came from, newest first. */
+  clients: string[];
+  locale: Locale;
+  settings: MailSettings;
+}): MailMessage {
+  const { email, failures, clients, locale, settings } = input;
+  return compose(
+    locale,
+    settings,
+    email,
+    { key: "mail.guessing.subject", params: { email } },
+    {
+      key: "mail.guessing.body",
+      params: {
+        email,
+        failures: String(failures),
+        clients: clients.length > 0 ? clients.map((client) => `- ${client}`).join("\n") : "-",
+        passwordUrl: pageLink(settings, "/account/password"),
+      },
+    },
+  );
+}

@@ -5,6 +5,7 @@ import { ulid } from "../db/ulid.ts";
 import type { Locale } from "../i18n/catalogue.ts";
 import {
   aliasCreatedMessage,
+  guessingMessage,
   type MailMessage,
   type MailSettings,
   recoveryStartedMessage,
@@ -89,6 +90,15 @@ export class MailOutbox {
   ): Promise<string | null> {
     if (!this.enabled) return null;
     return this.enqueue(trx, recoveryStartedMessage({ ...input, settings: await mailSettings(trx) }));
+  }
+
+  /** "Someone is guessing your password" to the account (once per window of the guard's ceiling). */
+  async guessing(
+    trx: Transaction<Database>,
+    input: { email: string; failures: number; clients: string[]; locale: Locale },
+  ): Promise<string | null> {
+    if (!this.enabled) return null;
+    return this.enqueue(trx, guessingMessage({ ...input, settings: await mailSettings(trx) }));
   }
 }
 

@@ -8,6 +8,7 @@ import {
 } from "../accounts/password-policy.ts";
 import { type ConfirmedPassword, passwordWrong, signInThrottled } from "../accounts/sign-in.ts";
 import type { FieldErrors, WebServices } from "./context.ts";
+import { webOrigin } from "./origin.ts";
 import { type RefusalFields, refusalOnField } from "./refusals.ts";
 
 /**
@@ -23,7 +24,8 @@ export async function confirmPassword(
 ): Promise<{ proof: ConfirmedPassword } | { errors: FieldErrors; status: number }> {
   if (password === "") return { errors: { [field]: { key: "form.required" } }, status: 422 };
   try {
-    return { proof: await services.signIn.confirmPassword(request.web.session!.user, password, request.ip) };
+    const origin = webOrigin(request, reply);
+    return { proof: await services.signIn.confirmPassword(request.web.session!.user, password, origin) };
   } catch (error) {
     const refused = refusalOnField(reply, error, [
       [passwordWrong, field],

@@ -1,19 +1,31 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { SignInResult } from "../../accounts/sign-in.ts";
+import { clientAddressInvalid, isClientAddress } from "../../accounts/client-address.ts";
+import type { CheckOrigin, SignInResult } from "../../accounts/sign-in.ts";
+import type { Door } from "../../accounts/sign-in-guard.ts";
+import { cryptoBusy, signalOnClose } from "../../credentials/crypto-pool.ts";
 
 export const throttledMessage = "too many failed sign-ins, try again later";
-/** The answer of a sign-in refused by the brute-force policy (accounts/sign-in-throttle.ts). */
-export const throttleErrors = { 429: [throttledMessage] } as const;
+/**
+ * The answers of the sign-in guard (accounts/sign-in-guard.ts, docs/security.md) every guarded door
+ * gives: a client address that is no IP address, a throttled attempt, a crypto queue too long.
+ */
+export const throttleErrors = {
+  400: [clientAddressInvalid.apiText({})],
+  429: [throttledMessage],
+  503: [cryptoBusy.apiText({})],
+} as const;
 
-/** The brute-force policy applies at every door; the client's address counts when the door names it. */
-export const throttleFor = (request: FastifyRequest) => ({
-  throttle: { client: clientAddressOf(request) },
-});
-
-const clientAddressOf = (request: FastifyRequest): string | undefined => {
+/**
+ * Where a check comes from at a door of the integration API: the door, the client's address when
+ * the door names it (an IP address, or a 400), and a signal that drops the queued work of a client
+ * that hung up.
+ */
+export function originOf(request: FastifyRequest, reply: FastifyReply, door: Door): CheckOrigin {
   const value = request.headers["x-client-address"];
-  return typeof value === "string" && value.length <= 64 ? value.trim() || undefined : undefined;
-};
+  const address = typeof value === "string" ? value.trim() : "";
+  if (address !== "" && !isClientAddress(address)) throw clientAddressInvalid();
+  return { door, client: address === "" ? {} : { address }, signal: signalOnClose(reply.raw) };
+}
 
 /** How a door answers an unknown user or a wrong password (the clients expect different words). */
 export interface RefusalWords {

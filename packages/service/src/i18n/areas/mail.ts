@@ -17,6 +17,9 @@ export const mail = area({
     "mail.recoveryStarted.subject": "The password for your e-mail account {email} will be reset",
     "mail.recoveryStarted.body":
       "someone has started the recovery of your e-mail account {email} with its recovery token.\n\nFrom {time} on, a new password can be set for the account at:\n{recoveryUrl}\n\nIf this was you, nothing else needs to be done.\n\nIf it was not you, sign in and create a new recovery token now; this stops the recovery and makes the old token useless:\n{recoveryTokenUrl}",
+    "mail.guessing.subject": "Someone is guessing the password of {email}",
+    "mail.guessing.body":
+      "in the last day, {failures} attempts to sign in to your e-mail account {email} with a wrong password came from places your account has not signed in from before. The latest came from:\n{clients}\n\nUntil the attempts stop, only devices and addresses you signed in from before can sign in; your own sign-ins keep working.\n\nIf your password is weak or used elsewhere, change it now:\n{passwordUrl}",
   },
   de: {
     "mail.greeting": "Hallo,",
@@ -30,5 +33,8 @@ export const mail = area({
     "mail.recoveryStarted.subject": "Das Passwort deines E-Mail-Kontos {email} wird zurückgesetzt",
     "mail.recoveryStarted.body":
       "jemand hat mit dem Wiederherstellungscode die Wiederherstellung deines E-Mail-Kontos {email} begonnen.\n\nAb {time} kann für das Konto ein neues Passwort gesetzt werden, unter:\n{recoveryUrl}\n\nWenn du das warst, ist nichts weiter zu tun.\n\nWenn du es nicht warst, melde dich an und erstelle jetzt einen neuen Wiederherstellungscode; das beendet die Wiederherstellung und macht den alten Code nutzlos:\n{recoveryTokenUrl}",
+    "mail.guessing.subject": "Jemand versucht, das Passwort von {email} zu erraten",
+    "mail.guessing.body":
+      "am letzten Tag kamen {failures} Anmeldeversuche mit falschem Passwort bei deinem E-Mail-Konto {email} von Orten, von denen sich dein Konto noch nie angemeldet hat. Die letzten kamen von:\n{clients}\n\nSolange die Versuche andauern, können sich nur Geräte und Adressen anmelden, von denen du dich schon angemeldet hast; deine eigenen Anmeldungen funktionieren weiter.\n\nWenn dein Passwort schwach ist oder auch anderswo benutzt wird, ändere es jetzt:\n{passwordUrl}",
   },
 });

@@ -88,6 +88,9 @@ export const refusals = area({
       other: "Too many failed sign-ins. Please wait {count} seconds and try again.",
     },
     "refusal.totp.code_wrong": "The verification code is not valid.",
+    "refusal.crypto.busy": "The service is busy right now. Please try again in a moment.",
+    "refusal.crypto.abandoned": "The request was abandoned.",
+    "refusal.client_address.invalid": "The client address must be an IP address.",
     "refusal.own_alias.note_too_long": "The note must have at most {max} characters.",
     "refusal.own_alias.random_limit":
       "You have reached the limit of {max} random aliases. Delete one to create another.",
@@ -259,6 +262,9 @@ export const refusals = area({
         "Zu viele fehlgeschlagene Anmeldungen. Bitte warte {count} Sekunden und versuche es dann erneut.",
     },
     "refusal.totp.code_wrong": "Der Bestätigungscode ist ungültig.",
+    "refusal.crypto.busy": "Der Dienst ist gerade ausgelastet. Bitte versuche es gleich noch einmal.",
+    "refusal.crypto.abandoned": "Die Anfrage wurde abgebrochen.",
+    "refusal.client_address.invalid": "Die Client-Adresse muss eine IP-Adresse sein.",
     "refusal.own_alias.note_too_long": "Die Notiz darf höchstens {max} Zeichen lang sein.",
     "refusal.own_alias.random_limit":
       "Du hast die Grenze von {max} zufälligen Aliassen erreicht. Lösche einen, um einen neuen zu erstellen.",

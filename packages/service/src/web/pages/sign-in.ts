@@ -1,6 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { type SecondFactorResult, signInThrottled } from "../../accounts/sign-in.ts";
 import type { User } from "../../accounts/users.ts";
 import { type FieldErrors, seeOther, sessionCookie, type WebServices } from "../context.ts";
+import { ensureDevice, webOrigin } from "../origin.ts";
+import { refusalOnField } from "../refusals.ts";
 import { render } from "../render.ts";
 
 interface LoginBody {
@@ -56,6 +59,12 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
     );
   };
 
+  /** The whole sign-in succeeded: it counts as activity, and this browser is a device the guard knows. */
+  const signedIn = async (request: FastifyRequest, reply: FastifyReply, user: User) => {
+    await signIn.recordSecondFactor(user);
+    await services.signInGuard.trustDevice(user.email, ensureDevice(request, reply));
+  };
+
   /** The user is in: a new session id (never the pre-sign-in one), then the second step or the account. */
   const startSession = async (request: FastifyRequest, reply: FastifyReply, user: User) => {
     if (request.web.session) await sessions.end(request.web.session.idHash);
@@ -66,7 +75,7 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
     });
     setSessionCookie(request, reply, id);
     if (twoFactor) return seeOther(reply, "/2fa");
-    await signIn.recordSecondFactor(user);
+    await signedIn(request, reply, user);
     return seeOther(reply, "/account");
   };
 
@@ -93,7 +102,7 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
       return loginForm(request, reply, values, errors, 400);
     }
     const result = await signIn.signIn(await qualify(email), password, {
-      throttle: { client: request.ip },
+      ...webOrigin(request, reply),
       deferActivity: true,
     });
     switch (result.kind) {
@@ -123,22 +132,19 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
     const session = request.web.session;
     if (session?.stage !== "second_factor") return seeOther(reply, "/login");
     const code = text(request.body?.code).replace(/\s+/g, "");
-    const subjects = { account: `second-factor:${session.user.email}`, client: request.ip };
-    const retryAfter = await services.signInThrottle.retryAfter(subjects);
-    if (retryAfter > 0) {
-      reply.header("retry-after", String(retryAfter));
-      const errors: FieldErrors = { code: { key: "login.throttled", params: { count: retryAfter } } };
-      return render(request, reply, "two-factor", { errors }, 429);
+    let result: SecondFactorResult;
+    try {
+      result = await signIn.validateSecondFactor(session.user, code, webOrigin(request, reply));
+    } catch (error) {
+      const refused = refusalOnField(reply, error, [[signInThrottled, "code"]]);
+      if (refused) return render(request, reply, "two-factor", { errors: refused.errors }, refused.status);
+      throw error;
     }
-    const result = code === "" ? "wrong_code" : await signIn.validateSecondFactor(session.user, code);
-    if (result !== "ok" && result !== "password_change_required") {
-      await services.signInThrottle.recordFailure(subjects);
+    if (result !== "ok" && result !== "password_change_required")
       return render(request, reply, "two-factor", { errors: { code: { key: "twoFactor.invalid" } } }, 401);
-    }
-    await services.signInThrottle.recordSuccess(subjects);
     const { id } = await sessions.renew(session, "signed_in");
     setSessionCookie(request, reply, id);
-    await signIn.recordSecondFactor(session.user);
+    await signedIn(request, reply, session.user);
     return seeOther(reply, "/account");
   });
 

@@ -15,7 +15,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
-import { throttledMessage, throttleErrors, throttleFor } from "../sign-in-answers.ts";
+import { originOf, throttledMessage, throttleErrors } from "../sign-in-answers.ts";
 
 const ValidateBody = Type.Object(
   {
@@ -209,11 +209,13 @@ export async function identityRoutes(
       if (credentialType !== "password" && credentialType !== "otp") {
         return reply.code(400).send({ message: "not supported" });
       }
+      const origin = originOf(request, reply, "identity");
       const user = email.includes("@") ? await identity.user(domainId, name, email).catch(() => null) : null;
       if (credentialType === "password") {
         // An address outside the domain is signed in as nobody (the same Argon2 work, always refused).
         const result = await services.signIn.signIn(user ? user.email : "", password, {
-          throttle: { ...throttleFor(request).throttle, account: email },
+          ...origin,
+          account: email,
         });
         if (result.kind === "throttled")
           return reply
@@ -224,7 +226,8 @@ export async function identityRoutes(
           return reply.code(403).send({ message: "password change required" });
         return result.kind === "ok" ? { message: "success" as const } : failed();
       }
-      switch (await services.signIn.validateSecondFactor(user, password)) {
+      // Throttled: the guard's `sign_in.throttled` refusal, answered 429 like a throttled password.
+      switch (await services.signIn.validateSecondFactor(user, password, { ...origin, account: email })) {
         case "ok":
           return { message: "success" as const };
         case "not_configured":

@@ -25,7 +25,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
-import { refuseSignIn, throttleErrors, throttleFor } from "../sign-in-answers.ts";
+import { originOf, refuseSignIn, throttleErrors } from "../sign-in-answers.ts";
 
 const PasswordBody = Type.Object(
   { password: Type.String({ minLength: 1 }) },
@@ -195,7 +195,7 @@ export async function mailboxServerRoutes(
       requireAddress(email);
       const result = await services.signIn.signIn(email, password, {
         unlockMailCrypt: true,
-        ...throttleFor(request),
+        ...originOf(request, reply, "passdb"),
       });
       if (result.kind !== "ok")
         return refuseSignIn(

@@ -18,7 +18,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
-import { refuseSignIn, throttleErrors, throttleFor } from "../sign-in-answers.ts";
+import { originOf, refuseSignIn, throttleErrors } from "../sign-in-answers.ts";
 
 const AuthBody = Type.Object(
   {
@@ -167,7 +167,7 @@ export async function mtaRoutes(
     },
     async (request, reply) => {
       const { email, password } = request.body;
-      const result = await services.signIn.signIn(email, password, throttleFor(request));
+      const result = await services.signIn.signIn(email, password, originOf(request, reply, "mta_auth"));
       if (result.kind !== "ok") {
         const failed = { status: 401, message: "authentication failed" } as const;
         const retryAfter = result.kind === "throttled" ? result.retryAfter : undefined;

@@ -22,7 +22,7 @@ import {
   integrationRoute,
   unavailable,
 } from "../route-schemas.ts";
-import { refuseSignIn, throttleErrors, throttleFor } from "../sign-in-answers.ts";
+import { originOf, refuseSignIn, throttleErrors } from "../sign-in-answers.ts";
 
 const CredentialsBody = Type.Object(
   {
@@ -100,7 +100,7 @@ export async function webmailRoutes(
     },
     async (request, reply) => {
       const { email, password } = request.body;
-      const result = await services.signIn.signIn(email, password, throttleFor(request));
+      const result = await services.signIn.signIn(email, password, originOf(request, reply, "webmail"));
       if (result.kind !== "ok") {
         const failed = { status: 401, message: "Bad credentials" } as const;
         const retryAfter = result.kind === "throttled" ? result.retryAfter : undefined;
@@ -144,7 +144,7 @@ export async function webmailRoutes(
     },
     async (request, reply) => {
       const { email, password, newPassword } = request.body;
-      const result = await services.signIn.signIn(email, password, throttleFor(request));
+      const result = await services.signIn.signIn(email, password, originOf(request, reply, "webmail"));
       // A user who must change the password may do it here: that is what the flag asks for.
       if (result.kind !== "ok" && result.kind !== "password_change_required") {
         const failed = { status: 401, message: "Bad credentials" } as const;

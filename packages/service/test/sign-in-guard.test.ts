@@ -1,11 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
-import {
-  accountPolicy,
-  clientPolicy,
-  delayAfter,
-  forgetAfterSeconds,
-} from "../src/accounts/sign-in-throttle.ts";
+import { accountCeiling, clientPolicy, delayAfter } from "../src/accounts/sign-in-guard.ts";
 import { password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
@@ -57,25 +52,25 @@ describe("one brute-force policy across every door", () => {
     assert.equal((await imap("alice@example.org", password, "198.51.100.2")).status, 200);
   });
 
-  test("without a client address the account's own counter applies, capped, and lapses", async () => {
+  test("without a client address a door is a client of its own for that account: its failures hold back only itself, and lapse", async () => {
     for (let i = 0; i < 5; i++)
       assert.equal((await smtp("carol@example.org", "wrong password!!")).status, 401);
     assert.equal((await smtp("carol@example.org", password)).status, 429);
-    assert.equal((await imap("carol@example.org", password)).status, 429, "every door shares the state");
+    // Not "everyone": IMAP without an address, and SMTP for another account, are other clients.
+    assert.equal((await imap("carol@example.org", password)).status, 200);
+    assert.equal((await smtp("bob@example.org", password)).status, 200);
     // Time passes: the block lapses (moved in the database rather than waited for).
     await service.services.database.db
       .updateTable("sign_in_failures")
       .set({ blocked_until: Math.floor(Date.now() / 1000) - 1 })
       .execute();
     assert.equal((await smtp("carol@example.org", password)).status, 200);
-    const left = await service.services.database.db
+    const row = await service.services.database.db
       .selectFrom("sign_in_failures")
-      .select("subject")
-      .execute();
-    assert.ok(
-      !left.some((row) => row.subject === "account:carol@example.org"),
-      "a success clears the account",
-    );
+      .select("failures")
+      .where("subject", "=", "c:password:door:mta_auth:carol@example.org")
+      .executeTakeFirstOrThrow();
+    assert.equal(row.failures, 5, "the right password took back its own attempt, not the failures before it");
   });
 
   test("unknown addresses are throttled like known ones (no way to tell them apart), at the identity door too", async () => {
@@ -102,12 +97,13 @@ describe("one brute-force policy across every door", () => {
   });
 
   test("the delays grow with consecutive failures and stay bounded; old counters are forgotten", () => {
-    assert.equal(delayAfter(accountPolicy, 4), 0);
-    assert.equal(delayAfter(accountPolicy, 5), 5);
-    assert.equal(delayAfter(accountPolicy, 6), 10);
-    assert.equal(delayAfter(accountPolicy, 7), 20);
-    assert.equal(delayAfter(accountPolicy, 100), 60, "an attacker can hold an account back a minute at most");
-    assert.equal(delayAfter(clientPolicy, 100), 300);
-    assert.equal(forgetAfterSeconds, 3600);
+    assert.equal(delayAfter(clientPolicy, 4), 0);
+    assert.equal(delayAfter(clientPolicy, 5), 5);
+    assert.equal(delayAfter(clientPolicy, 6), 10);
+    assert.equal(delayAfter(clientPolicy, 7), 20);
+    assert.equal(delayAfter(clientPolicy, 100), 300, "a client waits five minutes at most");
+    assert.equal(clientPolicy.forgetAfter, 3600);
+    assert.equal(delayAfter(accountCeiling, accountCeiling.freeFailures - 1), 0);
+    assert.equal(delayAfter(accountCeiling, accountCeiling.freeFailures), 86_400);
   });
 });

@@ -1,0 +1,410 @@
+import { createHash } from "node:crypto";
+import type { Kysely } from "kysely";
+import { type CryptoLane, withCryptoContext } from "../credentials/crypto-pool.ts";
+import type { Database } from "../db/schema.ts";
+import { clientGroup } from "./client-address.ts";
+import { nowSeconds } from "./users.ts";
+
+/**
+ * The one guard every check of a secret passes through, at every door (docs/security.md states the
+ * whole policy). Before the expensive check runs, the attempt is counted in the database (shared by
+ * every instance) as if it failed, under a lease that lets one check at a time run per untrusted
+ * client and per account; a right secret refunds the count. So parallel guesses get no more verdicts
+ * than sequential ones, and the counters hold across instances.
+ *
+ * - A client is an IPv4 address, an IPv6 /64, a web device (a long-lived cookie of a browser that
+ *   signed in before), or, at a door whose client sends no address, that door for that account.
+ * - Each client has its own counter per kind of secret: a few free failures, then a doubling delay.
+ *   An attacker's failures never delay another client: no lock-out of the owner.
+ * - Each account has a ceiling of failures per day over all clients it has not seen before; past it,
+ *   only clients that signed in before may try, and the owner is told once (`onCeiling`).
+ * - Unknown accounts are counted exactly like existing ones, so the answers do not tell them apart.
+ */
+export type SecretKind = "password" | "second_factor" | "recovery_token" | "invite_code";
+
+/** Where a check comes from: the door names the client and decides the crypto pool's lane. */
+export type Door = "web" | "passdb" | "mta_auth" | "webmail" | "identity" | "console";
+
+export interface GuardPolicy {
+  /** Failures allowed before any delay. */
+  freeFailures: number;
+  /** The first delay in seconds; it doubles with each further failure. */
+  firstDelay: number;
+  maxDelay: number;
+  /** A counter with no failure for this long starts again from zero. */
+  forgetAfter: number;
+}
+
+/** One client's failures with one kind of secret (across accounts). */
+export const clientPolicy: GuardPolicy = { freeFailures: 5, firstDelay: 5, maxDelay: 300, forgetAfter: 3600 };
+/** One account's failures in a day from clients it has not seen sign in (the ceiling). */
+export const accountCeiling: GuardPolicy = {
+  freeFailures: 20,
+  firstDelay: 86_400,
+  maxDelay: 86_400,
+  forgetAfter: 86_400,
+};
+/** A check holds its lease at most this long (a crashed instance's lease lapses). */
+export const leaseMilliseconds = 30_000;
+/** How long a client stays trusted after its last successful sign-in. */
+export const trustSeconds = 180 * 86_400;
+
+export const delayAfter = (policy: GuardPolicy, failures: number): number =>
+  failures < policy.freeFailures
+    ? 0
+    : Math.min(policy.maxDelay, policy.firstDelay * 2 ** (failures - policy.freeFailures));
+
+export interface GuardClient {
+  /** The client's IP address as the door knows it (validated by the door). */
+  address?: string | undefined;
+  /** The web's device cookie value, when the browser sent one. */
+  device?: string | undefined;
+}
+
+export interface Attempt {
+  kind: SecretKind;
+  door: Door;
+  /** The account the secret is checked for (as typed: unknown ones count alike); null for invite codes. */
+  account: string | null;
+  client: GuardClient;
+  /** Fires when the client has gone: queued crypto work for it is dropped. */
+  signal?: AbortSignal | undefined;
+}
+
+export type Guarded<T> =
+  | { outcome: "throttled"; retryAfter: number }
+  | { outcome: "wrong"; value: T }
+  | { outcome: "right"; value: T; trustedClient: string | null };
+
+/** What a check tells the guard: whether the secret was right, and what the door needs of it. */
+export interface Verdict<T> {
+  right: boolean;
+  value: T;
+}
+
+interface Reservation {
+  subject: string;
+  lease: number;
+}
+
+const laneOf: Record<Door, CryptoLane> = {
+  passdb: "mail",
+  mta_auth: "mail",
+  web: "interactive",
+  webmail: "interactive",
+  identity: "interactive",
+  console: "mail",
+};
+
+/** Doors whose clients are trusted by address (IMAP and SMTP clients keep their address a while). */
+const trustsAddress: Record<Door, boolean> = {
+  passdb: true,
+  mta_auth: true,
+  webmail: true,
+  identity: true,
+  web: false,
+  console: false,
+};
+
+/** A device is kept as a hash: a stolen database does not hand out trusted device cookies. */
+const deviceKey = (device: string) => `d:${createHash("sha256").update(device).digest("base64url")}`;
+
+const normalAccount = (account: string) => account.trim().toLowerCase().slice(0, 254);
+
+export interface GuardOptions {
+  /** The account's ceiling was reached in this window (once per window): tell the owner. */
+  onCeiling?: (account: string, kind: SecretKind) => Promise<void>;
+  /** A failure of `onCeiling` (it never changes the answer). */
+  onError?: (error: unknown) => void;
+}
+
+export class SignInGuard {
+  readonly #db: Kysely<Database>;
+  readonly #options: GuardOptions;
+
+  constructor(db: Kysely<Database>, options: GuardOptions = {}) {
+    this.#db = db;
+    this.#options = options;
+  }
+
+  /**
+   * Runs `check` under the guard: throttled (unchecked) or a verdict. A fault of the check (the
+   * database, a full crypto queue, a client that left) refunds the attempt and is thrown on.
+   */
+  async attempt<T>(attempt: Attempt, check: () => Promise<Verdict<T>>): Promise<Guarded<T>> {
+    const account = attempt.account === null ? null : normalAccount(attempt.account);
+    const { client, trusted } = await this.#client(attempt, account);
+    const now = nowSeconds();
+    const kind = attempt.kind;
+    const reservations: Reservation[] = [];
+    const release = () => Promise.all(reservations.map((r) => this.#release(r)));
+    const refund = () => Promise.all(reservations.map((r) => this.#refund(r)));
+
+    // Trusted clients count their own failures but take no lease: a phone's parallel IMAP
+    // connections must not refuse each other.
+    const clientSubject = `c:${kind}:${client}`;
+    const clientReservation = await this.#reserve(clientSubject, clientPolicy, now, !trusted);
+    if ("retryAfter" in clientReservation)
+      return { outcome: "throttled", retryAfter: clientReservation.retryAfter };
+    reservations.push(clientReservation);
+    if (account !== null && !trusted) {
+      const ceiling = await this.#reserve(`a:${kind}:${account}`, accountCeiling, now, true);
+      if ("retryAfter" in ceiling) {
+        await refund();
+        return { outcome: "throttled", retryAfter: ceiling.retryAfter };
+      }
+      reservations.push(ceiling);
+    }
+
+    let verdict: Verdict<T>;
+    try {
+      verdict = await withCryptoContext({ lane: laneOf[attempt.door], signal: attempt.signal }, check);
+    } catch (error) {
+      await refund().catch(() => {});
+      throw error;
+    }
+    if (verdict.right) {
+      await refund();
+      const trusts = client.startsWith("d:") || (client.startsWith("ip:") && trustsAddress[attempt.door]);
+      if (account !== null && trusts) await this.#trust(account, client, now);
+      return { outcome: "right", value: verdict.value, trustedClient: client };
+    }
+    await release();
+    if (account !== null && !trusted) await this.#afterFailure(account, kind, now);
+    return { outcome: "wrong", value: verdict.value };
+  }
+
+  /** Whether this account's ceiling holds back new clients now (for the tests and the console). */
+  async ceilingReached(kind: SecretKind, account: string, now = nowSeconds()): Promise<boolean> {
+    const row = await this.#row(`a:${kind}:${normalAccount(account)}`);
+    return row !== undefined && this.#blockedFor(row, accountCeiling, now, Date.now()) > 0;
+  }
+
+  /** Counters and trusts nobody has used for a while; run by the cleanup job. */
+  async forgetOld(now = nowSeconds()): Promise<number> {
+    const counters = await this.#db
+      .deleteFrom("sign_in_failures")
+      .where("last_failure_at", "<", now - accountCeiling.forgetAfter)
+      .where("blocked_until", "<", now)
+      .where("busy_until", "<", now * 1000)
+      .executeTakeFirst();
+    const trusts = await this.#db
+      .deleteFrom("trusted_clients")
+      .where("last_success_at", "<", now - trustSeconds)
+      .executeTakeFirst();
+    return Number(counters.numDeletedRows) + Number(trusts.numDeletedRows);
+  }
+
+  /** The client key of an attempt, and whether it signed in to the account before. */
+  async #client(attempt: Attempt, account: string | null): Promise<{ client: string; trusted: boolean }> {
+    const group = attempt.client.address ? clientGroup(attempt.client.address) : null;
+    if (account !== null && attempt.client.device) {
+      const device = deviceKey(attempt.client.device);
+      if (await this.#isTrusted(account, device)) return { client: device, trusted: true };
+    }
+    if (group === null) {
+      // No address: the door is a client of its own, per account (never "everyone").
+      return { client: `door:${attempt.door}:${account ?? ""}`, trusted: false };
+    }
+    const client = `ip:${group}`;
+    const trusted =
+      account !== null && trustsAddress[attempt.door] && (await this.#isTrusted(account, client));
+    return { client, trusted };
+  }
+
+  async #isTrusted(account: string, client: string): Promise<boolean> {
+    const row = await this.#db
+      .selectFrom("trusted_clients")
+      .select("last_success_at")
+      .where("account", "=", account)
+      .where("client", "=", client)
+      .executeTakeFirst();
+    return row !== undefined && Number(row.last_success_at) > nowSeconds() - trustSeconds;
+  }
+
+  async #trust(account: string, client: string, now: number): Promise<void> {
+    const updated = await this.#db
+      .updateTable("trusted_clients")
+      .set({ last_success_at: now })
+      .where("account", "=", account)
+      .where("client", "=", client)
+      .where("last_success_at", "<", now - 3600)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) > 0) return;
+    try {
+      await this.#db
+        .insertInto("trusted_clients")
+        .values({ account, client, last_success_at: now })
+        .execute();
+    } catch {
+      // Already trusted (recently, or by a parallel sign-in): nothing to add.
+    }
+  }
+
+  /** Trust a web device for an account (the web calls this once the whole sign-in succeeded). */
+  async trustDevice(account: string, device: string): Promise<void> {
+    await this.#trust(normalAccount(account), deviceKey(device), nowSeconds());
+  }
+
+  /**
+   * Counts one attempt on `subject` unless its delay or a lease holds it back: one conditional
+   * statement, so parallel attempts cannot all pass a check made before any of them was counted.
+   */
+  async #reserve(
+    subject: string,
+    policy: GuardPolicy,
+    now: number,
+    exclusive: boolean,
+  ): Promise<Reservation | { retryAfter: number }> {
+    const nowMs = Date.now();
+    const lease = exclusive ? nowMs + leaseMilliseconds : 0;
+    const stale = now - policy.forgetAfter;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const updated = await this.#db
+        .updateTable("sign_in_failures")
+        .set((eb) => {
+          const counted = eb
+            .case()
+            .when("last_failure_at", "<", stale)
+            .then(1)
+            .else(eb("failures", "+", 1))
+            .end();
+          return {
+            failures: counted,
+            last_failure_at: now,
+            // Blocks at once when this attempt reaches the free failures; #settle raises it exactly.
+            blocked_until: eb
+              .case()
+              .when(counted, ">=", policy.freeFailures)
+              .then(now + policy.firstDelay)
+              .else(0)
+              .end(),
+            ...(exclusive ? { busy_until: lease } : {}),
+          };
+        })
+        .where("subject", "=", subject)
+        .where((eb) =>
+          eb.and([
+            ...(exclusive ? [eb("busy_until", "<", nowMs)] : []),
+            eb.or([
+              eb("last_failure_at", "<", stale),
+              eb("failures", "<", policy.freeFailures),
+              eb("blocked_until", "<=", now),
+            ]),
+          ]),
+        )
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 1) {
+        await this.#settle(subject, policy, now);
+        return { subject, lease };
+      }
+      const row = await this.#row(subject);
+      if (row) return { retryAfter: Math.max(1, this.#blockedFor(row, policy, now, nowMs)) };
+      try {
+        await this.#db
+          .insertInto("sign_in_failures")
+          .values({
+            subject,
+            failures: 1,
+            last_failure_at: now,
+            blocked_until: now + delayAfter(policy, 1),
+            busy_until: lease,
+          })
+          .execute();
+        return { subject, lease };
+      } catch {
+        // Another attempt inserted it first: go again through the conditional update.
+      }
+    }
+    return { retryAfter: 1 };
+  }
+
+  /** Raises the block to the exact delay of the count just reached. */
+  async #settle(subject: string, policy: GuardPolicy, now: number): Promise<void> {
+    const row = await this.#row(subject);
+    if (!row) return;
+    const blockedUntil = now + delayAfter(policy, Number(row.failures));
+    if (blockedUntil <= now) return;
+    await this.#db
+      .updateTable("sign_in_failures")
+      .set({ blocked_until: blockedUntil })
+      .where("subject", "=", subject)
+      .where("blocked_until", "<", blockedUntil)
+      .execute();
+  }
+
+  #blockedFor(
+    row: { failures: number; last_failure_at: number; blocked_until: number; busy_until: number },
+    policy: GuardPolicy,
+    now: number,
+    nowMs: number,
+  ): number {
+    if (Number(row.last_failure_at) < now - policy.forgetAfter) return Number(row.busy_until) > nowMs ? 1 : 0;
+    const blocked = Number(row.failures) >= policy.freeFailures ? Number(row.blocked_until) - now : 0;
+    const busy = Number(row.busy_until) > nowMs ? Math.ceil((Number(row.busy_until) - nowMs) / 1000) : 0;
+    return Math.max(blocked, Math.min(busy, 1));
+  }
+
+  #row(subject: string) {
+    return this.#db
+      .selectFrom("sign_in_failures")
+      .select(["failures", "last_failure_at", "blocked_until", "busy_until"])
+      .where("subject", "=", subject)
+      .executeTakeFirst();
+  }
+
+  /** The check failed: the count stays, the lease ends. */
+  async #release(reservation: Reservation): Promise<void> {
+    if (reservation.lease === 0) return;
+    await this.#db
+      .updateTable("sign_in_failures")
+      .set({ busy_until: 0 })
+      .where("subject", "=", reservation.subject)
+      .where("busy_until", "=", reservation.lease)
+      .execute();
+  }
+
+  /** The secret was right (or never checked): the attempt is taken back and its lease ends. */
+  async #refund(reservation: Reservation): Promise<void> {
+    await this.#db
+      .updateTable("sign_in_failures")
+      .set((eb) => ({
+        failures: eb
+          .case()
+          .when("failures", ">", 0)
+          .then(eb("failures", "-", 1))
+          .else(0)
+          .end(),
+        ...(reservation.lease === 0 ? {} : { busy_until: 0 }),
+      }))
+      .where("subject", "=", reservation.subject)
+      .execute();
+  }
+
+  /** Tells the owner once per window when this failure filled the account's ceiling. */
+  async #afterFailure(account: string, kind: SecretKind, now: number): Promise<void> {
+    if (!this.#options.onCeiling) return;
+    const row = await this.#row(`a:${kind}:${account}`);
+    if (!row || Number(row.failures) < accountCeiling.freeFailures) return;
+    try {
+      // One marker row per window: only the insert that creates it tells the owner.
+      await this.#db
+        .insertInto("sign_in_failures")
+        .values({
+          subject: `n:${kind}:${account}`,
+          failures: 1,
+          last_failure_at: now,
+          blocked_until: now + accountCeiling.forgetAfter,
+          busy_until: 0,
+        })
+        .execute();
+    } catch {
+      return;
+    }
+    try {
+      await this.#options.onCeiling(account, kind);
+    } catch (error) {
+      this.#options.onError?.(error);
+    }
+  }
+}
