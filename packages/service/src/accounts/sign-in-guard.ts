@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
-import { type CryptoLane, withCryptoContext } from "../credentials/crypto-pool.ts";
+import { type CryptoLane, cryptoAbandoned, withCryptoContext } from "../credentials/crypto-pool.ts";
 import type { Database } from "../db/schema.ts";
 import { clientGroup } from "./client-address.ts";
 import { nowSeconds } from "./users.ts";
@@ -46,6 +46,8 @@ export const accountCeiling: GuardPolicy = {
 };
 /** A check holds its lease at most this long (a crashed instance's lease lapses). */
 export const leaseMilliseconds = 30_000;
+/** How long an attempt waits on this instance for the one before it on the same counter. */
+export const lineWaitMilliseconds = 5_000;
 /** How long a client stays trusted after its last successful sign-in. */
 export const trustSeconds = 180 * 86_400;
 
@@ -121,6 +123,8 @@ export interface GuardOptions {
 export class SignInGuard {
   readonly #db: Kysely<Database>;
   readonly #options: GuardOptions;
+  /** The last attempt in line per counter on this instance (see #inLine). */
+  readonly #lines = new Map<string, Promise<void>>();
 
   constructor(db: Kysely<Database>, options: GuardOptions = {}) {
     this.#db = db;
@@ -132,16 +136,35 @@ export class SignInGuard {
    * database, a full crypto queue, a client that left) refunds the attempt and is thrown on.
    */
   async attempt<T>(attempt: Attempt, check: () => Promise<Verdict<T>>): Promise<Guarded<T>> {
+    // The client has gone already (a flood of abandoned requests): no work, nothing counted.
+    if (attempt.signal?.aborted) throw cryptoAbandoned();
     const account = attempt.account === null ? null : normalAccount(attempt.account);
     const { client, trusted } = await this.#client(attempt, account);
+    const kind = attempt.kind;
+    const clientSubject = `c:${kind}:${client}`;
+    const accountSubject = account === null ? null : `a:${kind}:${account}`;
+    // Attempts of one client (and of one account, from clients it has not seen) wait their turn
+    // here rather than be refused by the lease: a phone's IMAP connections opened at once all get
+    // an answer. A trusted client never waits behind others' attempts on its account.
+    const line = trusted || accountSubject === null ? [clientSubject] : [clientSubject, accountSubject];
+    return this.#inLine(line, () => this.#attempt(attempt, account, client, trusted, check));
+  }
+
+  async #attempt<T>(
+    attempt: Attempt,
+    account: string | null,
+    client: string,
+    trusted: boolean,
+    check: () => Promise<Verdict<T>>,
+  ): Promise<Guarded<T>> {
+    if (attempt.signal?.aborted) throw cryptoAbandoned();
     const now = nowSeconds();
     const kind = attempt.kind;
     const reservations: Reservation[] = [];
     const release = () => Promise.all(reservations.map((r) => this.#release(r)));
     const refund = () => Promise.all(reservations.map((r) => this.#refund(r)));
 
-    // Trusted clients count their own failures but take no lease: a phone's parallel IMAP
-    // connections must not refuse each other.
+    // Trusted clients take no lease: across instances their parallel sign-ins do not refuse each other.
     const clientSubject = `c:${kind}:${client}`;
     const clientReservation = await this.#reserve(clientSubject, clientPolicy, now, !trusted);
     if ("retryAfter" in clientReservation)
@@ -172,6 +195,36 @@ export class SignInGuard {
     await release();
     if (account !== null && !trusted) await this.#afterFailure(account, kind, now);
     return { outcome: "wrong", value: verdict.value };
+  }
+
+  /**
+   * Runs `work` once every earlier attempt on these counters on this instance has finished (at most
+   * `lineWaitMilliseconds`; then it runs anyway, and the database lease decides). Instances share
+   * nothing here: across instances the lease refuses a second check in flight.
+   */
+  async #inLine<T>(subjects: string[], work: () => Promise<T>): Promise<T> {
+    const ahead = subjects.flatMap((subject) => this.#lines.get(subject) ?? []);
+    let finished!: () => void;
+    const mine = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    for (const subject of subjects) this.#lines.set(subject, mine);
+    try {
+      if (ahead.length > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          Promise.all(ahead),
+          new Promise((resolve) => {
+            timer = setTimeout(resolve, lineWaitMilliseconds);
+          }),
+        ]);
+        clearTimeout(timer);
+      }
+      return await work();
+    } finally {
+      finished();
+      for (const subject of subjects) if (this.#lines.get(subject) === mine) this.#lines.delete(subject);
+    }
   }
 
   /** Whether this account's ceiling holds back new clients now (for the tests and the console). */

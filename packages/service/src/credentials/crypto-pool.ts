@@ -31,8 +31,11 @@ export const withCryptoContext = <T>(context: CryptoContext, work: () => Promise
 export function signalOnClose(response: {
   once(event: "close", listener: () => void): unknown;
   readonly writableFinished: boolean;
+  readonly destroyed: boolean;
 }): AbortSignal {
   const controller = new AbortController();
+  // The client may have hung up before the handler ran: then 'close' has already fired.
+  if (response.destroyed && !response.writableFinished) controller.abort();
   response.once("close", () => {
     if (!response.writableFinished) controller.abort();
   });
