@@ -36,6 +36,7 @@ import { consolePath } from "./helpers/process.ts";
 import { leaked, startRangeApi } from "./helpers/range-api.ts";
 import { TcpProxy } from "./helpers/tcp-proxy.ts";
 import { fieldError, WebClient } from "./helpers/web-client.ts";
+import { installationSecret } from "./helpers/service.ts";
 
 const en = translator("en");
 const day = 86400;
@@ -88,6 +89,7 @@ async function serve(
   const database = await openDatabase(databaseUrl, { poolSize: 4 });
   await migrateToLatest(database);
   const services = createServices(database, new CryptoPool(2), {
+    installationSecret: installationSecret(),
     pwnedPasswordsUrl: options.pwnedPasswordsUrl ?? null,
   });
   const app = await buildApp({

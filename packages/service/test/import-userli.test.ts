@@ -18,6 +18,7 @@ import {
   userliServer,
 } from "./helpers/userli-database.ts";
 import { fillUserli, publicKeyOf, type UserliFixture } from "./helpers/userli-fixture.ts";
+import { installationSecret } from "./helpers/service.ts";
 
 /**
  * app:import:userli against a userli database built from the reference's schema, in SQLite and in
@@ -306,7 +307,7 @@ for (const { kind, skip } of sources) {
         fixture.alice.privateKey,
       );
       // And the service's recovery takes it: the first step starts the waiting period.
-      const services = createServices(handle, pool);
+      const services = createServices(handle, pool, { installationSecret: installationSecret() });
       const check = await services.recovery.check(
         "alice@example.org",
         fixture.alice.recoveryToken.toUpperCase(),
