@@ -19,13 +19,19 @@ export interface CommandResult {
 }
 
 /** Runs bin/console as an operator would, against the given database. */
-export function runConsole(databaseUrl: string, args: string[], input?: string): CommandResult {
+export function runConsole(
+  databaseUrl: string,
+  args: string[],
+  input?: string,
+  env: Record<string, string> = {},
+): CommandResult {
   const result = spawnSync(consolePath, args, {
     env: {
       ...process.env,
       INSTALLATION_SECRET: testInstallationSecret,
       DATABASE_URL: databaseUrl,
       LOG_LEVEL: "silent",
+      ...env,
     },
     input: input ?? "",
     encoding: "utf8",
