@@ -34,9 +34,9 @@ import { freshDatabaseUrl, scratchDatabase } from "./helpers/databases.ts";
 import { password } from "./helpers/fixtures.ts";
 import { consolePath } from "./helpers/process.ts";
 import { leaked, startRangeApi } from "./helpers/range-api.ts";
+import { installationSecret } from "./helpers/service.ts";
 import { TcpProxy } from "./helpers/tcp-proxy.ts";
 import { fieldError, WebClient } from "./helpers/web-client.ts";
-import { installationSecret } from "./helpers/service.ts";
 
 const en = translator("en");
 const day = 86400;
@@ -311,7 +311,11 @@ describe("one rule at every door", () => {
           return {
             attempt: async (bad) =>
               formAnswer("password")(
-                await browser.post("/init/user", { password: bad, passwordRepeat: bad }),
+                await browser.post("/init/user", {
+                  password: bad,
+                  passwordRepeat: bad,
+                  setupCode: (await service.services.setup.openSetupCode()) ?? "",
+                }),
               ),
             changed: async () =>
               (await service.services.setup.step()) === "admin" &&

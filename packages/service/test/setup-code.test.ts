@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { readInstallationSecret } from "../src/config.ts";
 import { openDatabase } from "../src/db/database.ts";
-import { password } from "./helpers/fixtures.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
+import { password } from "./helpers/fixtures.ts";
 import { runConsole, startServiceProcess } from "./helpers/process.ts";
 import { fieldError, WebClient } from "./helpers/web-client.ts";
 
