@@ -1,4 +1,5 @@
 import { mailCryptMaterial } from "../packages/service/src/accounts/mail-crypt-policy.ts";
+import { InstallationSecret } from "../packages/service/src/config.ts";
 import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
 import { hashPassword } from "../packages/service/src/credentials/passwords.ts";
 import type { DatabaseHandle } from "../packages/service/src/db/database.ts";
@@ -197,7 +198,9 @@ export async function generateDataset(
     }
   });
 
-  const services = createServices(handle, new CryptoPool(1));
+  const services = createServices(handle, new CryptoPool(1), {
+    installationSecret: InstallationSecret.generate(),
+  });
   const mta = await services.tokens.create("bench-mta", ["mta"]);
   const mailboxServer = await services.tokens.create("bench-dovecot", ["mailbox-server"]);
   const both = await services.tokens.create("bench-both", ["mta", "mailbox-server"]);

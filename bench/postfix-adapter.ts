@@ -27,6 +27,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { createServicePool } from "../packages/postfix-adapter/src/service-client.ts";
+import { InstallationSecret } from "../packages/service/src/config.ts";
 import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
 import { openDatabase } from "../packages/service/src/db/database.ts";
 import { createServices } from "../packages/service/src/services.ts";
@@ -454,7 +455,9 @@ try {
   try {
     dataset = await generateDataset(handle, size, await makeCredentials());
     // Every sender gets a quota far above what the run can send: each policy answer then counts.
-    await createServices(handle, new CryptoPool(1)).settings.update({
+    await createServices(handle, new CryptoPool(1), {
+      installationSecret: InstallationSecret.generate(),
+    }).settings.update({
       smtp_quota_limit_per_hour: 1_000_000_000,
       smtp_quota_limit_per_day: 1_000_000_000,
     });

@@ -18,6 +18,7 @@ import BetterSqlite3 from "better-sqlite3";
 import { Kysely, SqliteDialect } from "kysely";
 import { consoleActor } from "../packages/service/src/accounts/admin-scope.ts";
 import { AdminUsers } from "../packages/service/src/admin/users.ts";
+import { InstallationSecret } from "../packages/service/src/config.ts";
 import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
 import { openDatabase } from "../packages/service/src/db/database.ts";
 import type { Database } from "../packages/service/src/db/schema.ts";
@@ -93,7 +94,9 @@ try {
   log(`data set: ${size.users} users, ${size.aliases} aliases, ${size.domains} domains (SQLite)`);
   const handle = await openDatabase(`sqlite:${file}`);
   await generateDataset(handle, size, await makeCredentials());
-  const services = createServices(handle, new CryptoPool(1));
+  const services = createServices(handle, new CryptoPool(1), {
+    installationSecret: InstallationSecret.generate(),
+  });
   await services.users.create({
     email: "admin@domain0.example",
     password: benchPassword,

@@ -8,6 +8,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { FastifyInstance } from "fastify";
+import { InstallationSecret } from "../packages/service/src/config.ts";
 import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
 import { openDatabase } from "../packages/service/src/db/database.ts";
 import { migrateToLatest } from "../packages/service/src/db/migrate.ts";
@@ -32,7 +33,9 @@ export async function currentOpenApiDocument(): Promise<Json> {
     await migrateToLatest(database);
     app = await buildApp({
       logger: createLogger("silent"),
-      services: createServices(database, new CryptoPool(1)),
+      services: createServices(database, new CryptoPool(1), {
+        installationSecret: InstallationSecret.generate(),
+      }),
       metricsToken: "documented",
     });
     const answer = await app.inject({ method: "GET", url: "/api/openapi.json" });

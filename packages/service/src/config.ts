@@ -1,5 +1,9 @@
+import { createHmac, randomBytes } from "node:crypto";
+import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { inspect } from "node:util";
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -24,7 +28,14 @@ export interface Config {
   pwnedPasswordsUrl: string | null;
   /** SMTP relay of outgoing e-mail (smtp:// or smtps://); null = no e-mail is sent. */
   smtpUrl: string | null;
+  /** Where the installation secret comes from (readInstallationSecret reads or creates it). */
+  installationSecret: InstallationSecretSource;
 }
+
+/** INSTALLATION_SECRET's value, or the file holding it (created on first start when missing). */
+export type InstallationSecretSource =
+  | { from: "value"; secret: InstallationSecret }
+  | { from: "file"; path: string; variable: "INSTALLATION_SECRET_FILE" | null };
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 const logLevels: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -37,7 +48,8 @@ export class ConfigError extends Error {}
  * not the working directory, so `npm start` and `bin/console` run from anywhere use the same file.
  * An explicit relative `DATABASE_URL` path stays relative to the working directory.
  */
-export const defaultDatabaseUrl = `sqlite:${fileURLToPath(new URL("../../../var/data.sqlite", import.meta.url))}`;
+const defaultDatabaseFile = fileURLToPath(new URL("../../../var/data.sqlite", import.meta.url));
+export const defaultDatabaseUrl = `sqlite:${defaultDatabaseFile}`;
 
 /** Every variable the service reads (the README's configuration table lists the same). */
 export const configVariables = [
@@ -55,6 +67,8 @@ export const configVariables = [
   "WEB_ENABLED",
   "PWNED_PASSWORDS_URL",
   "SMTP_URL",
+  "INSTALLATION_SECRET",
+  "INSTALLATION_SECRET_FILE",
 ] as const;
 
 /**
@@ -106,6 +120,15 @@ export const configVariableHelp: Record<
     default: "",
     meaning: "SMTP relay for e-mail to users, e.g. smtp://127.0.0.1:25 (unset: no e-mail)",
   },
+  INSTALLATION_SECRET: {
+    default: "",
+    meaning: "this installation's secret key, 64 hex digits or base64 of 32+ bytes (unset: from the file)",
+  },
+  INSTALLATION_SECRET_FILE: {
+    default: "",
+    meaning:
+      "file holding it, created (mode 0600) when missing; default: installation-secret beside the SQLite database, else var/installation-secret",
+  },
 };
 
 /**
@@ -136,6 +159,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webEnabled: parseBoolean("WEB_ENABLED", read("WEB_ENABLED"), true),
     pwnedPasswordsUrl: parseHttpUrl("PWNED_PASSWORDS_URL", read("PWNED_PASSWORDS_URL"), ["http:", "https:"]),
     smtpUrl: parseHttpUrl("SMTP_URL", read("SMTP_URL"), ["smtp:", "smtps:"]),
+    installationSecret: installationSecretSource(
+      read("INSTALLATION_SECRET"),
+      read("INSTALLATION_SECRET_FILE"),
+      read("DATABASE_URL") ?? defaultDatabaseUrl,
+    ),
   };
 }
 
@@ -220,4 +248,122 @@ function parseHttpUrl(name: string, value: string | undefined, schemes: string[]
 /** Hides the password of a connection URL so it can be printed. */
 export function redactUrl(url: string): string {
   return url.replace(/(\/\/[^:/@]*:)[^@/]*@/, "$1***@");
+}
+
+/**
+ * The random secret key of this installation, kept outside the database (so a stolen database alone
+ * reveals nothing keyed with it): backup codes are stored as keyed hashes under it, and the set-up
+ * code is derived from it. Never printed: JSON and `util.inspect` show a placeholder.
+ */
+export class InstallationSecret {
+  static readonly minBytes = 32;
+  readonly #key: Buffer;
+
+  constructor(key: Buffer) {
+    if (key.length < InstallationSecret.minBytes)
+      throw new RangeError("an installation secret has 32+ bytes");
+    this.#key = Buffer.from(key);
+  }
+
+  /** A fresh random secret (tools and tests that keep nothing; the service reads its own). */
+  static generate(): InstallationSecret {
+    return new InstallationSecret(randomBytes(InstallationSecret.minBytes));
+  }
+
+  /**
+   * HMAC-SHA256 under this secret of a purpose and its parts, joined by NUL bytes (no part holds
+   * one), so one purpose's input can never be taken for another's.
+   */
+  keyedHash(purpose: string, ...parts: string[]): Buffer {
+    return createHmac("sha256", this.#key)
+      .update([purpose, ...parts].join("\0"), "utf8")
+      .digest();
+  }
+
+  toJSON(): string {
+    return "[installation secret]";
+  }
+
+  [inspect.custom](): string {
+    return "InstallationSecret [hidden]";
+  }
+}
+
+/**
+ * The default file: beside the SQLite database (so the console, given the same DATABASE_URL, finds
+ * the same secret; for the default database that is `var/`), otherwise `var/` in the repository.
+ */
+function defaultInstallationSecretPath(databaseUrl: string): string {
+  const sqlite = /^sqlite:(.*)$/.exec(databaseUrl);
+  const file = sqlite?.[1]?.replace(/^\/\/(?=\/)/, "");
+  const database = file && file !== ":memory:" ? resolve(file) : defaultDatabaseFile;
+  return join(dirname(database), "installation-secret");
+}
+
+function installationSecretSource(
+  value: string | undefined,
+  file: string | undefined,
+  databaseUrl: string,
+): InstallationSecretSource {
+  if (value !== undefined && file !== undefined)
+    throw new ConfigError("INSTALLATION_SECRET and INSTALLATION_SECRET_FILE: set one of them, not both");
+  if (value !== undefined)
+    return { from: "value", secret: parseInstallationSecret("INSTALLATION_SECRET", value) };
+  if (file !== undefined) return { from: "file", path: resolve(file), variable: "INSTALLATION_SECRET_FILE" };
+  return { from: "file", path: defaultInstallationSecretPath(databaseUrl), variable: null };
+}
+
+/** 64+ hex digits, or base64 of 32+ bytes. The message never repeats the value. */
+function parseInstallationSecret(origin: string, text: string): InstallationSecret {
+  const value = text.trim();
+  let key: Buffer | null = null;
+  if (/^(?:[0-9a-fA-F]{2})+$/.test(value)) key = Buffer.from(value, "hex");
+  else if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(value)) key = Buffer.from(value, "base64");
+  if (key === null || key.length < InstallationSecret.minBytes)
+    throw new ConfigError(
+      `${origin}: expected 64 hex digits or base64 of at least 32 random bytes (e.g. openssl rand -base64 32)`,
+    );
+  return new InstallationSecret(key);
+}
+
+/**
+ * The installation secret: the configured value, or the file's. A missing file is created with a
+ * fresh secret, mode 0600, atomically (written aside, then linked into place; of two processes
+ * starting at once, one creates it and both read the same).
+ */
+export function readInstallationSecret(source: InstallationSecretSource): InstallationSecret {
+  if (source.from === "value") return source.secret;
+  const name = source.variable ?? "installation secret file";
+  const read = (): InstallationSecret | null => {
+    let text: string;
+    try {
+      text = readFileSync(source.path, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw new ConfigError(`${name}: cannot read ${source.path} (${(error as NodeJS.ErrnoException).code})`);
+    }
+    return parseInstallationSecret(`${name} ${source.path}`, text);
+  };
+  const existing = read();
+  if (existing) return existing;
+  const aside = `${source.path}.${process.pid}.${randomBytes(4).toString("hex")}`;
+  try {
+    mkdirSync(dirname(source.path), { recursive: true, mode: 0o700 });
+    writeFileSync(aside, `${randomBytes(InstallationSecret.minBytes).toString("base64")}\n`, {
+      mode: 0o600,
+      flag: "wx",
+    });
+    chmodSync(aside, 0o600);
+    linkSync(aside, source.path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST")
+      throw new ConfigError(
+        `${name}: cannot create ${source.path} (${(error as NodeJS.ErrnoException).code}); set INSTALLATION_SECRET_FILE to a writable place or INSTALLATION_SECRET`,
+      );
+  } finally {
+    rmSync(aside, { force: true });
+  }
+  const created = read();
+  if (!created) throw new ConfigError(`${name}: ${source.path} vanished after it was created`);
+  return created;
 }

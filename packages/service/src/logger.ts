@@ -29,6 +29,8 @@ export const redactedPaths = [
   "*.backupCodes",
   "totpSecret",
   "*.totpSecret",
+  "setupCode",
+  "*.setupCode",
   "res.headers['set-cookie']",
   // mysql2 puts the whole statement, its values filled in (hashes, keys), on its errors.
   "err.sql",

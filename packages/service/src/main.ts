@@ -1,6 +1,6 @@
 import { createBackground } from "./background.ts";
 import { handleCommandLine } from "./command-line.ts";
-import { ConfigError, loadConfig, redactUrl } from "./config.ts";
+import { ConfigError, loadConfig, readInstallationSecret, redactUrl } from "./config.ts";
 import { CryptoPool, ensureThreadPoolSize } from "./credentials/crypto-pool.ts";
 import { openDatabase } from "./db/database.ts";
 import { migrateToLatest } from "./db/migrate.ts";
@@ -18,6 +18,7 @@ const shutdownGraceMs = 5000;
 async function main() {
   if (handleCommandLine(process.argv.slice(2))) return;
   const config = loadConfig();
+  const installationSecret = readInstallationSecret(config.installationSecret);
   ensureThreadPoolSize(config.cryptoPoolSize);
   const logger = createLogger(config.logLevel);
   const database = await openDatabase(config.databaseUrl, {
@@ -27,6 +28,7 @@ async function main() {
   const applied = await migrateToLatest(database);
   if (applied.length > 0) logger.info({ migrations: applied }, "database schema updated");
   const services = createServices(database, new CryptoPool(config.cryptoPoolSize), {
+    installationSecret,
     pwnedPasswordsUrl: config.pwnedPasswordsUrl,
     onPasswordLookupError: (error) =>
       logger.warn(
@@ -83,11 +85,19 @@ async function main() {
     },
     "listening",
   );
-  // A stop during this read closes the database under it: that is no failed start.
-  const tokens = await services.tokens.list().catch((error: unknown) => {
+  // A stop during these reads closes the database under them: that is no failed start.
+  const unlessStopping = (error: unknown) => {
     if (stopping) return null;
     throw error;
-  });
+  };
+  // The one secret logged on purpose: only while no administrator exists, so that the operator
+  // (who reads this log) and nobody else can take the first steps of /init.
+  const setupCode = await services.setup.openSetupCode().catch(unlessStopping);
+  if (setupCode)
+    logger.info(
+      `set-up code: ${setupCode} (no administrator yet: open /init in the browser and enter this code; bin/console app:setup:code prints it again)`,
+    );
+  const tokens = await services.tokens.list().catch(unlessStopping);
   if (tokens?.length === 0) {
     logger.info(
       "no API token yet: create one with  bin/console app:api-token:create --name dovecot --scopes mailbox-server",

@@ -16,6 +16,7 @@ import { TwoFactorService } from "./accounts/two-factor.ts";
 import { UserAliasService } from "./accounts/user-aliases.ts";
 import { UserService } from "./accounts/users.ts";
 import { AdminService } from "./admin/service.ts";
+import type { InstallationSecret } from "./config.ts";
 import type { CryptoPool } from "./credentials/crypto-pool.ts";
 import type { DatabaseHandle } from "./db/database.ts";
 import { defaultLocale } from "./i18n/catalogue.ts";
@@ -66,6 +67,11 @@ export interface Services {
 }
 
 export interface ServiceOptions {
+  /**
+   * The installation's secret key (config.ts readInstallationSecret): backup codes are keyed with
+   * it and the set-up code derived from it. Every instance and the console must hold the same.
+   */
+  installationSecret: InstallationSecret;
   /** Time source of the webhook outbox (tests use a fast clock). */
   clock?: () => number;
   /** PWNED_PASSWORDS_URL: the k-anonymity range API new passwords are checked against. */
@@ -81,7 +87,7 @@ export interface ServiceOptions {
 export function createServices(
   database: DatabaseHandle,
   pool: CryptoPool,
-  options: ServiceOptions = {},
+  options: ServiceOptions,
 ): Services {
   const { db } = database;
   const metrics = new Metrics(db);
@@ -90,7 +96,7 @@ export function createServices(
   const passwordPolicy = new PasswordPolicy(options.pwnedPasswordsUrl ?? null, {
     ...(options.onPasswordLookupError ? { onLookupError: options.onPasswordLookupError } : {}),
   });
-  const users = new UserService(db, pool, settings, events, passwordPolicy);
+  const users = new UserService(db, pool, settings, events, passwordPolicy, options.installationSecret);
   const domains = new DomainService(db);
   const mail = new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock });
   const signInGuard = new SignInGuard(db, {
@@ -146,7 +152,7 @@ export function createServices(
     inviteCodes,
     reservedNames,
     registration: new RegistrationService(db, users, inviteCodes, reservedNames, mail),
-    setup: new SetupService(db, domains, users, settings),
+    setup: new SetupService(db, domains, users, settings, options.installationSecret),
   };
   return { ...services, admin: new AdminService({ ...services, db }) };
 }

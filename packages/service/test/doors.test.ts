@@ -34,6 +34,7 @@ import { freshDatabaseUrl, scratchDatabase } from "./helpers/databases.ts";
 import { password } from "./helpers/fixtures.ts";
 import { consolePath } from "./helpers/process.ts";
 import { leaked, startRangeApi } from "./helpers/range-api.ts";
+import { installationSecret } from "./helpers/service.ts";
 import { TcpProxy } from "./helpers/tcp-proxy.ts";
 import { fieldError, WebClient } from "./helpers/web-client.ts";
 
@@ -88,6 +89,7 @@ async function serve(
   const database = await openDatabase(databaseUrl, { poolSize: 4 });
   await migrateToLatest(database);
   const services = createServices(database, new CryptoPool(2), {
+    installationSecret: installationSecret(),
     pwnedPasswordsUrl: options.pwnedPasswordsUrl ?? null,
   });
   const app = await buildApp({
@@ -309,7 +311,11 @@ describe("one rule at every door", () => {
           return {
             attempt: async (bad) =>
               formAnswer("password")(
-                await browser.post("/init/user", { password: bad, passwordRepeat: bad }),
+                await browser.post("/init/user", {
+                  password: bad,
+                  passwordRepeat: bad,
+                  setupCode: (await service.services.setup.openSetupCode()) ?? "",
+                }),
               ),
             changed: async () =>
               (await service.services.setup.step()) === "admin" &&

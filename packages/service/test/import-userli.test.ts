@@ -11,6 +11,7 @@ import { createServices } from "../src/services.ts";
 import { hashToken } from "../src/tokens/tokens.ts";
 import { scratchDatabase } from "./helpers/databases.ts";
 import { consolePath, type RunningService, runConsole, startServiceProcess } from "./helpers/process.ts";
+import { installationSecret } from "./helpers/service.ts";
 import {
   createUserliDatabase,
   type UserliDatabase,
@@ -183,10 +184,10 @@ for (const { kind, skip } of sources) {
       assert.equal(alice.last_login_time, Date.UTC(2026, 10, 23) / 1000);
       assert.equal(alice.created_at, Date.UTC(2024, 0, 2, 3, 4, 5) / 1000);
       assert.equal(alice.totp_secret, fixture.alice.totpSecret);
-      // userli keeps backup codes in plain text; here they are scrypt hashes.
+      // userli keeps backup codes in plain text; here they are keyed hashes (the installation secret).
       const codes = JSON.parse(alice.totp_backup_codes) as string[];
       assert.equal(codes.length, 6);
-      assert.ok(codes.every((c) => c.startsWith("$scrypt$")));
+      assert.ok(codes.every((c) => /^\$hmac-sha256\$[A-Za-z0-9+/]{43}=$/.test(c)));
       const bob = await user("bob@example.org");
       assert.deepEqual(JSON.parse(bob.roles), ["ROLE_USER", "ROLE_PERMANENT"]);
       assert.equal(bob.recovery_start_time, Date.UTC(2026, 10, 1, 12) / 1000);
@@ -306,7 +307,7 @@ for (const { kind, skip } of sources) {
         fixture.alice.privateKey,
       );
       // And the service's recovery takes it: the first step starts the waiting period.
-      const services = createServices(handle, pool);
+      const services = createServices(handle, pool, { installationSecret: installationSecret() });
       const check = await services.recovery.check(
         "alice@example.org",
         fixture.alice.recoveryToken.toUpperCase(),

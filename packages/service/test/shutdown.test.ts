@@ -17,6 +17,7 @@ import { migrateToLatest } from "../src/db/migrate.ts";
 import { createServices } from "../src/services.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
 import { type RunningService, startServiceProcess } from "./helpers/process.ts";
+import { installationSecret } from "./helpers/service.ts";
 
 const password = "correct horse battery staple";
 /** Bounds the wait for the exit; the old behaviour took over a minute. Not a timing measurement. */
@@ -46,7 +47,7 @@ before(async () => {
 
   const database = await openDatabase(fresh.url);
   await migrateToLatest(database);
-  const services = createServices(database, new CryptoPool(1));
+  const services = createServices(database, new CryptoPool(1), { installationSecret: installationSecret() });
   await services.domains.create("example.org");
   await services.webhooks.create({ url: receiverUrl, events: ["user.deleted"] });
   await services.users.create({ email: "alice@example.org", password, mailCrypt: false });

@@ -16,6 +16,7 @@ import { type DatabaseHandle, openDatabase } from "../src/db/database.ts";
 import { migrateToLatest } from "../src/db/migrate.ts";
 import { MessageLookups } from "../src/http/integration/lookups.ts";
 import { createServices, type Services } from "../src/services.ts";
+import { installationSecret } from "./helpers/service.ts";
 
 let dir: string;
 let handle: DatabaseHandle;
@@ -27,7 +28,7 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), "mas-fast-path-"));
   handle = await openDatabase(`sqlite:${join(dir, "fast.sqlite")}`);
   await migrateToLatest(handle);
-  services = createServices(handle, new CryptoPool(2));
+  services = createServices(handle, new CryptoPool(2), { installationSecret: installationSecret() });
   await services.domains.create("example.org");
   await services.users.create({ email: "alice@example.org", password: "correct horse battery staple" });
   await services.aliases.create({ source: "team@example.org", destinations: ["alice@example.org"] });

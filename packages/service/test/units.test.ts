@@ -72,6 +72,8 @@ describe("configuration", () => {
       WEB_ENABLED: "maybe",
       PWNED_PASSWORDS_URL: "not a url",
       SMTP_URL: "http://relay",
+      INSTALLATION_SECRET: "too short",
+      INSTALLATION_SECRET_FILE: null,
     };
     assertEmptyIsMissing(loadConfig, {}, badValues);
   });

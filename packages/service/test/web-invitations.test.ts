@@ -622,10 +622,16 @@ describe("first-run setup: every step re-checks its precondition on POST", () =>
     const page = await visitor.get("/init");
     assert.equal(page.status, 200);
     assert.match(page.text, /Domain name/);
-    assert.equal((await visitor.post("/init", { domain: "not a domain" })).status, 422);
-    assert.equal((await visitor.post("/init", { domain: "" })).status, 400);
-    assert.equal((await visitor.post("/init", { domain: "Example.NET" })).location, "/init/user");
-    assert.equal((await visitor.post("/init", { domain: "other.net" })).location, "/init/user");
+    assert.match(page.text, /Set-up code/);
+    const setupCode = (await service.services.setup.openSetupCode()) ?? "";
+    assert.equal((await visitor.post("/init", { domain: "not a domain", setupCode })).status, 422);
+    assert.equal((await visitor.post("/init", { domain: "", setupCode })).status, 400);
+    // Step 2's form follows at once, the accepted code carried in a hidden field.
+    const carried = await visitor.post("/init", { domain: "Example.NET", setupCode });
+    assert.equal(carried.status, 200);
+    assert.match(carried.text, /postmaster@example\.net/);
+    assert.ok(carried.text.includes(`<input type="hidden" name="setupCode" value="${setupCode}">`));
+    assert.equal((await visitor.post("/init", { domain: "other.net", setupCode })).location, "/init/user");
     assert.deepEqual(
       (await db.selectFrom("domains").select("name").execute()).map((d) => d.name),
       ["example.net"],
@@ -638,12 +644,15 @@ describe("first-run setup: every step re-checks its precondition on POST", () =>
       (await visitor.post("/init/settings", { app_url: "https://evil.example" })).location,
       "/init/user",
     );
-    assert.equal((await visitor.post("/init/user", { password, passwordRepeat: "different" })).status, 422);
+    assert.match(adminPage.text, /id="field-setupCode"/, "reached directly, step 2 asks for the code");
     assert.equal(
-      (await visitor.post("/init/user", { password: "short", passwordRepeat: "short" })).status,
+      (await visitor.post("/init/user", { password, passwordRepeat: "different", setupCode })).status,
       422,
     );
-    const created = await visitor.post("/init/user", { password, passwordRepeat: password });
+    const short = await visitor.post("/init/user", { password: "short", passwordRepeat: "short", setupCode });
+    assert.equal(short.status, 422);
+    assert.ok(short.text.includes(`<input type="hidden" name="setupCode" value="${setupCode}">`));
+    const created = await visitor.post("/init/user", { password, passwordRepeat: password, setupCode });
     assert.equal(created.location, "/init/settings");
     const admin = await service.services.users.get("postmaster@example.net");
     assert.deepEqual(admin.roles, ["ROLE_USER", "ROLE_ADMIN"]);

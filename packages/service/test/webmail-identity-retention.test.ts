@@ -50,7 +50,8 @@ describe("webmail, identity and retention", () => {
       .set({ deleted: 1 })
       .where("source", "=", "a3@example.org")
       .execute();
-    const hashed = await Promise.all(backupCodes.map((code: string) => hashBackupCode(code)));
+    const key = service.services.users.backupCodeKey({ email: "bob@example.org" });
+    const hashed = backupCodes.map((code: string) => hashBackupCode(code, key));
     await database.db
       .updateTable("users")
       .set({ totp_secret: totpSecret, totp_confirmed: 1, totp_backup_codes: JSON.stringify(hashed) })
@@ -222,7 +223,11 @@ describe("webmail, identity and retention", () => {
         .set({
           totp_secret: secret,
           totp_confirmed: 1,
-          totp_backup_codes: JSON.stringify(await Promise.all(codes.map((c) => hashBackupCode(c)))),
+          totp_backup_codes: JSON.stringify(
+            codes.map((c) =>
+              hashBackupCode(c, service.services.users.backupCodeKey({ email: "otpchange@example.org" })),
+            ),
+          ),
         })
         .where("email", "=", "otpchange@example.org")
         .execute();

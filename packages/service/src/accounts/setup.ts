@@ -1,4 +1,6 @@
+import { timingSafeEqual } from "node:crypto";
 import type { Kysely } from "kysely";
+import type { InstallationSecret } from "../config.ts";
 import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import type { Domain, DomainService } from "./domains.ts";
@@ -15,6 +17,34 @@ export const setupNoPrimaryDomain = refusal(
   "conflict",
   () => "setup: no primary domain",
 );
+
+export const setupCodeWrong = refusal(
+  "setup.code_wrong",
+  "forbidden",
+  () =>
+    "setup: the set-up code is wrong (the service logs it at start; bin/console app:setup:code prints it)",
+);
+
+/**
+ * The set-up code: 80 bits of HMAC(installation secret, "setup-code") in Crockford's base32 (no I,
+ * L, O, U), four groups of four. Derived, not stored, so every instance and the console agree.
+ */
+const codeAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const codeLength = 16;
+
+function formatSetupCode(secret: InstallationSecret): string {
+  const bytes = secret.keyedHash("setup-code");
+  let bits = 0n;
+  for (const byte of bytes.subarray(0, (codeLength * 5) / 8)) bits = (bits << 8n) | BigInt(byte);
+  let code = "";
+  for (let i = codeLength - 1; i >= 0; i--) code += codeAlphabet[Number((bits >> BigInt(i * 5)) & 31n)];
+  return code.match(/.{4}/g)!.join("-");
+}
+
+/** As typed: case, blanks and dashes ignored; O read as 0, I and L as 1 (Crockford's rule). */
+function normalizeSetupCode(given: string): string {
+  return given.toUpperCase().replace(/[\s-]/g, "").replace(/O/g, "0").replace(/[IL]/g, "1");
+}
 
 /**
  * The first-run setup (reference section 5.3, `/init`): the primary domain, the first admin, the
@@ -50,12 +80,38 @@ export class SetupService {
   readonly #domains: DomainService;
   readonly #users: UserService;
   readonly #settings: SettingsService;
+  readonly #code: string;
 
-  constructor(db: Kysely<Database>, domains: DomainService, users: UserService, settings: SettingsService) {
+  constructor(
+    db: Kysely<Database>,
+    domains: DomainService,
+    users: UserService,
+    settings: SettingsService,
+    installationSecret: InstallationSecret,
+  ) {
     this.#db = db;
     this.#domains = domains;
     this.#users = users;
     this.#settings = settings;
+    this.#code = formatSetupCode(installationSecret);
+  }
+
+  /**
+   * The set-up code while the first administrator is still to be made (no user exists: the first
+   * user /init makes is the administrator), else null. Logged at start and printed by the console
+   * only then: once an administrator exists the code opens nothing.
+   */
+  async openSetupCode(): Promise<string | null> {
+    const step = await this.step();
+    return step === "domain" || step === "admin" ? this.#code : null;
+  }
+
+  /** Refuses unless `given` is the set-up code (compared in constant time). */
+  #checkCode(given: string): void {
+    const expected = Buffer.from(normalizeSetupCode(this.#code));
+    const actual = Buffer.from(normalizeSetupCode(typeof given === "string" ? given : ""));
+    const same = actual.length === expected.length && timingSafeEqual(actual, expected);
+    if (!same) throw setupCodeWrong();
   }
 
   /** The first step not done yet. */
@@ -76,19 +132,21 @@ export class SetupService {
     if (now !== step) throw setupStepClosed({ step, next: now });
   }
 
-  /** Step 1, only while no domain exists: the primary domain. */
-  async createPrimaryDomain(name: string): Promise<Domain> {
+  /** Step 1, only while no domain exists and with the set-up code: the primary domain. */
+  async createPrimaryDomain(name: string, setupCode: string): Promise<Domain> {
     await this.#expect("domain");
+    this.#checkCode(setupCode);
     return this.#domains.create(name);
   }
 
   /**
-   * Step 2, only while no user exists: `postmaster@<primary domain>` with ROLE_ADMIN. As in the
+   * Step 2, only while no user exists and with the set-up code: `postmaster@<primary domain>` with ROLE_ADMIN. As in the
    * reference, without MailCrypt keys (so no recovery token to show); at MailCrypt level 3 the
    * first sign-in makes them.
    */
-  async createFirstAdmin(password: string): Promise<CreatedUser> {
+  async createFirstAdmin(password: string, setupCode: string): Promise<CreatedUser> {
     await this.#expect("admin");
+    this.#checkCode(setupCode);
     const primary = await this.#domains.primary();
     if (!primary) throw setupNoPrimaryDomain();
     return this.#users.create({

@@ -225,7 +225,8 @@ export class SignInService {
     if (!user || user.deleted || effectiveRoles(user.roles).has("ROLE_SPAM")) return "unknown";
     if (!user.totpConfirmed || !user.totpSecret) return "not_configured";
     const step = totpStepFor(user.totpSecret, code, Date.now(), user.totpLastStep);
-    const backupIndex = step === null ? await findBackupCode(code, user.totpBackupCodes) : -1;
+    const backupIndex =
+      step === null ? await findBackupCode(code, user.totpBackupCodes, this.#users.backupCodeKey(user)) : -1;
     if (step === null && backupIndex < 0) return "wrong_code";
     if (user.passwordChangeRequired) return "password_change_required";
     if (step !== null) {

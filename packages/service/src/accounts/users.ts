@@ -1,5 +1,6 @@
 import type { Kysely, Selectable, Transaction } from "kysely";
-import { generateBackupCodes, hashBackupCode } from "../credentials/backup-codes.ts";
+import type { InstallationSecret } from "../config.ts";
+import { type BackupCodeKey, generateBackupCodes, hashBackupCode } from "../credentials/backup-codes.ts";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
 import { hashPassword } from "../credentials/passwords.ts";
 import { generateTotpSecret } from "../credentials/totp.ts";
@@ -283,6 +284,7 @@ export class UserService {
   readonly #pool: CryptoPool;
   readonly #settings: SettingsService;
   readonly #events: AccountEvents;
+  readonly #installationSecret: InstallationSecret;
   /** The one password rule, for every door that sets a password (accounts/password-policy.ts). */
   readonly passwordPolicy: PasswordPolicy;
 
@@ -292,12 +294,19 @@ export class UserService {
     settings: SettingsService,
     events: AccountEvents,
     passwordPolicy: PasswordPolicy,
+    installationSecret: InstallationSecret,
   ) {
+    this.#installationSecret = installationSecret;
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
     this.#events = events;
     this.passwordPolicy = passwordPolicy;
+  }
+
+  /** What the user's backup codes are keyed with (credentials/backup-codes.ts). */
+  backupCodeKey(user: { email: string }): BackupCodeKey {
+    return { secret: this.#installationSecret, email: user.email };
   }
 
   /** Any user with this address, deleted ones included. */
@@ -494,8 +503,8 @@ export class UserService {
     } else throw backupCodesInvalid();
     const usedStep = options.usedStep ?? null;
     if (usedStep !== null && (!Number.isSafeInteger(usedStep) || usedStep < 0)) throw totpStepInvalid();
-    // scrypt first, outside the transaction, so no lock is held while it runs.
-    const hashed = await Promise.all(codes.map((code) => hashBackupCode(code)));
+    const key = this.backupCodeKey(user);
+    const hashed = codes.map((code) => hashBackupCode(code, key));
     await this.#db.transaction().execute(async (trx) => {
       await trx
         .updateTable("users")

@@ -1,5 +1,5 @@
 import { Option } from "commander";
-import { loadConfig } from "../config.ts";
+import { loadConfig, readInstallationSecret } from "../config.ts";
 import { CryptoPool } from "../credentials/crypto-pool.ts";
 import { openDatabase } from "../db/database.ts";
 import { migrateToLatest } from "../db/migrate.ts";
@@ -20,12 +20,14 @@ export class UsageError extends Error {
 /** Opens the configured database (schema brought up to date) for one console command. */
 export async function withServices<T>(run: (services: Services) => Promise<T>): Promise<T> {
   const config = loadConfig();
+  const installationSecret = readInstallationSecret(config.installationSecret);
   const database = await openDatabase(config.databaseUrl, { poolSize: 2 });
   try {
     await migrateToLatest(database);
     // The service's own options that change a rule: the leaked-password check applies here too.
     return await run(
       createServices(database, new CryptoPool(config.cryptoPoolSize), {
+        installationSecret,
         pwnedPasswordsUrl: config.pwnedPasswordsUrl,
         // As the service logs it: the range API down lets the password through, said once per lookup.
         onPasswordLookupError: (error) =>

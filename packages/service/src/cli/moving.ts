@@ -84,7 +84,7 @@ export function movingCommands(program: Command): void {
         const report = await withServices(async (s) => {
           const progress = progressDisplay();
           try {
-            return await new UserliImporter(source, s.database.db, {
+            return await new UserliImporter(source, s.database.db, (user) => s.users.backupCodeKey(user), {
               dryRun: options.dryRun ?? false,
               strict: options.strict ?? false,
               batchSize: Number(options.batchSize),

@@ -13,7 +13,7 @@ import { normalizeReservedName } from "../accounts/reserved-names.ts";
 import { isRole, normalizeRoles } from "../accounts/roles.ts";
 import { isSettingName, normalizeSetting } from "../accounts/settings.ts";
 import { checkQuota, checkSmtpQuota } from "../accounts/users.ts";
-import { findBackupCode, hashBackupCode } from "../credentials/backup-codes.ts";
+import { type BackupCodeKey, findBackupCode, hashBackupCode } from "../credentials/backup-codes.ts";
 import { passwordHashScheme } from "../credentials/passwords.ts";
 import type { Database, UserTable, WebhookEndpointTable } from "../db/schema.ts";
 import { ServiceError } from "../errors.ts";
@@ -299,9 +299,18 @@ export class UserliImporter {
   /** userli voucher id -> the user it invited (users.invitation_voucher_id). */
   readonly #invitees = new Map<string, { email: string | null; userId: string }>();
 
-  constructor(source: UserliSource, db: Kysely<Database>, options: UserliImportOptions = {}) {
+  /** What each user's backup codes are keyed with (UserService.backupCodeKey). */
+  readonly #backupCodeKey: (user: { email: string }) => BackupCodeKey;
+
+  constructor(
+    source: UserliSource,
+    db: Kysely<Database>,
+    backupCodeKey: (user: { email: string }) => BackupCodeKey,
+    options: UserliImportOptions = {},
+  ) {
     this.#source = source;
     this.#db = db;
+    this.#backupCodeKey = backupCodeKey;
     this.#dryRun = options.dryRun ?? false;
     this.#strict = options.strict ?? false;
     this.#batch = Math.max(1, Math.min(options.batchSize ?? 500, 1000));
@@ -548,17 +557,19 @@ export class UserliImporter {
                 : unusablePassword();
           const codes = codesOf.get(plan);
           if (!codes) return;
-          // Unchanged codes keep their stored hashes (new salts would make every run an update).
-          if (stored && (await sameBackupCodes(codes, stored.totp_backup_codes))) {
+          const key = this.#backupCodeKey({ email: plan.key });
+          // Unchanged codes keep their stored hashes (legacy scrypt ones included, so a later run
+          // is no update).
+          if (stored && (await sameBackupCodes(codes, stored.totp_backup_codes, key))) {
             plan.values.totp_backup_codes = stored.totp_backup_codes;
           } else if (this.#dryRun) {
             plan.values.totp_backup_codes = "(backup codes to be hashed)";
           } else {
-            plan.values.totp_backup_codes = JSON.stringify(await Promise.all(codes.map(hashBackupCode)));
+            plan.values.totp_backup_codes = JSON.stringify(codes.map((code) => hashBackupCode(code, key)));
           }
         };
         // A pipeline of two batches: this batch's stored rows are read and its backup codes hashed
-        // (scrypt, on the thread pool) while the previous batch is written.
+        // while the previous batch is written.
         const ready = this.#stored("users", "email", plans, prepare);
         ready.catch(() => {});
         await writing;
@@ -1283,7 +1294,7 @@ export class UserliImporter {
 }
 
 /** Do these plain codes match these stored hashes, one for one? (scrypt: only when the counts agree) */
-async function sameBackupCodes(codes: string[], storedJson: string): Promise<boolean> {
+async function sameBackupCodes(codes: string[], storedJson: string, key: BackupCodeKey): Promise<boolean> {
   let hashes: unknown;
   try {
     hashes = JSON.parse(storedJson);
@@ -1292,7 +1303,7 @@ async function sameBackupCodes(codes: string[], storedJson: string): Promise<boo
   }
   if (!Array.isArray(hashes) || hashes.length !== codes.length) return false;
   const results = await Promise.all(
-    codes.map((code, i) => findBackupCode(code, [String(hashes[i as number] ?? "")])),
+    codes.map((code, i) => findBackupCode(code, [String(hashes[i as number] ?? "")], key)),
   );
   return results.every((index) => index === 0);
 }

@@ -5,6 +5,13 @@ import { fileURLToPath } from "node:url";
 export const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
 export const consolePath = `${repoRoot}bin/console`;
 
+/**
+ * The installation secret of the tests (INSTALLATION_SECRET): the console, services started as a
+ * process and in-process services (helpers/service.ts) all share it, as one installation's do.
+ * A test that wants the file instead passes `INSTALLATION_SECRET: ""` (empty counts as unset).
+ */
+export const testInstallationSecret = "5e".repeat(32);
+
 export interface CommandResult {
   status: number;
   stdout: string;
@@ -12,9 +19,20 @@ export interface CommandResult {
 }
 
 /** Runs bin/console as an operator would, against the given database. */
-export function runConsole(databaseUrl: string, args: string[], input?: string): CommandResult {
+export function runConsole(
+  databaseUrl: string,
+  args: string[],
+  input?: string,
+  env: Record<string, string> = {},
+): CommandResult {
   const result = spawnSync(consolePath, args, {
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: "silent" },
+    env: {
+      ...process.env,
+      INSTALLATION_SECRET: testInstallationSecret,
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: "silent",
+      ...env,
+    },
     input: input ?? "",
     encoding: "utf8",
     timeout: 60000,
@@ -45,7 +63,12 @@ export interface RunningService {
 export async function startServiceProcess(env: Record<string, string>): Promise<RunningService> {
   const port = await freePort();
   const child = spawn(`${repoRoot}node_modules/.bin/node`, [`${repoRoot}packages/service/src/main.ts`], {
-    env: { ...process.env, LISTEN_ADDR: `127.0.0.1:${port}`, ...env },
+    env: {
+      ...process.env,
+      INSTALLATION_SECRET: testInstallationSecret,
+      LISTEN_ADDR: `127.0.0.1:${port}`,
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

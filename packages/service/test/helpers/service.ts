@@ -1,4 +1,5 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
+import { InstallationSecret } from "../../src/config.ts";
 import { CryptoPool } from "../../src/credentials/crypto-pool.ts";
 import { openDatabase } from "../../src/db/database.ts";
 import { migrateToLatest } from "../../src/db/migrate.ts";
@@ -9,6 +10,11 @@ import type { StoredScope } from "../../src/tokens/tokens.ts";
 import { webInterface } from "../../src/web/plugin.ts";
 import { notFoundPage } from "../../src/web/render.ts";
 import { scratchDatabase } from "./databases.ts";
+import { testInstallationSecret } from "./process.ts";
+
+/** The tests' installation secret, as services are given it (the console's is the same). */
+export const installationSecret = (): InstallationSecret =>
+  new InstallationSecret(Buffer.from(testInstallationSecret, "hex"));
 
 export interface TestService {
   url: string;
@@ -46,8 +52,8 @@ export interface StartOptions {
   /** Serve the web pages too (as `npm start` does). */
   web?: boolean;
   pwnedPasswordsUrl?: string;
-  /** Extra options for createServices (the e-mail relay, clocks). */
-  serviceOptions?: ServiceOptions;
+  /** Extra options for createServices (the e-mail relay, clocks; the tests' secret unless given). */
+  serviceOptions?: Partial<ServiceOptions>;
   /** Told of every route the web interface registers (for a test that visits every page). */
   onWebRoute?: (route: RouteOptions) => void;
   /** Called with the SQL of every statement Kysely runs (BEGIN and COMMIT included): to count them. */
@@ -65,6 +71,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
   });
   await migrateToLatest(database);
   const services = createServices(database, new CryptoPool(2), {
+    installationSecret: installationSecret(),
     pwnedPasswordsUrl: options.pwnedPasswordsUrl ?? null,
     ...options.serviceOptions,
   });

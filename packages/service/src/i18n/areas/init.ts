@@ -5,6 +5,9 @@ export const init = area({
   en: {
     "init.title": "First-run setup",
     "init.submit": "Continue",
+    "init.code": "Set-up code",
+    "init.code.hint":
+      'Proves you run this service: it is in the service\'s log at start ("set-up code: …"), and bin/console app:setup:code prints it.',
     "init.domain.title": "Step 1 of 3: the primary domain",
     "init.domain.intro":
       "The first domain this service manages. People sign in with only the part before the @ on it, and its postmaster becomes the first administrator.",
@@ -35,6 +38,9 @@ export const init = area({
   de: {
     "init.title": "Ersteinrichtung",
     "init.submit": "Weiter",
+    "init.code": "Einrichtungscode",
+    "init.code.hint":
+      'Zeigt, dass du diesen Dienst betreibst: Er steht beim Start im Log des Dienstes ("set-up code: …"), und bin/console app:setup:code gibt ihn aus.',
     "init.domain.title": "Schritt 1 von 3: die Hauptdomain",
     "init.domain.intro":
       "Die erste Domain, die dieser Dienst verwaltet. Auf ihr melden sich Menschen nur mit dem Teil vor dem @ an, und ihr postmaster wird der erste Administrator.",

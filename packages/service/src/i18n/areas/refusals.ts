@@ -82,6 +82,8 @@ export const refusals = area({
     "refusal.setting.not_url": "Enter an address starting with http:// or https://.",
     "refusal.setup.step_closed": "The {step} step of the setup is not open; the next step is {next}.",
     "refusal.setup.no_primary_domain": "The setup has no primary domain yet.",
+    "refusal.setup.code_wrong":
+      "This is not the set-up code. The service writes it to its log at start; bin/console app:setup:code prints it.",
     "refusal.password.wrong": "Wrong password.",
     "refusal.sign_in.throttled": {
       one: "Too many failed sign-ins. Please wait {count} second and try again.",
@@ -255,6 +257,8 @@ export const refusals = area({
     "refusal.setup.step_closed":
       "Der Schritt {step} der Einrichtung ist nicht offen; der nächste Schritt ist {next}.",
     "refusal.setup.no_primary_domain": "Die Einrichtung hat noch keine Hauptdomain.",
+    "refusal.setup.code_wrong":
+      "Das ist nicht der Einrichtungscode. Der Dienst schreibt ihn beim Start in sein Log; bin/console app:setup:code gibt ihn aus.",
     "refusal.password.wrong": "Falsches Passwort.",
     "refusal.sign_in.throttled": {
       one: "Zu viele fehlgeschlagene Anmeldungen. Bitte warte {count} Sekunde und versuche es dann erneut.",

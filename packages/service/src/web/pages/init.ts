@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { domainNameInvalid } from "../../accounts/domains.ts";
 import { normalizeSetting, settingDefinitions } from "../../accounts/settings.ts";
-import { type SetupSetting, type SetupStep, setupSettings } from "../../accounts/setup.ts";
+import { type SetupSetting, type SetupStep, setupCodeWrong, setupSettings } from "../../accounts/setup.ts";
 import { ServiceError } from "../../errors.ts";
 import { addFlash, type FieldErrors, hasRole, seeOther, type WebServices } from "../context.ts";
 import { newPasswordFields, repeatErrors } from "../password-confirmation.ts";
@@ -26,6 +26,12 @@ const stepPath: Record<SetupStep, string> = {
  * nothing changes (the reference's POST handlers did not check: its bug 14). The first admin is
  * signed in when created, and only that admin (or any admin) may save the settings step, so a
  * stranger cannot set the service's addresses between the second and the third step.
+ *
+ * The first two steps change something only with the set-up code (logged at start while no
+ * administrator exists; services.setup checks it), so whoever reaches the page before the operator
+ * cannot make the domain or become the administrator. Step 1 hands the code on to step 2's form as a
+ * hidden field (no state in a cookie); step 2 reached directly asks for it. Step 3 needs the
+ * administrator's session, which only step 2 (or the console) gives.
  */
 export async function initPages(app: FastifyInstance, services: WebServices) {
   const { setup, domains, sessions } = services;
@@ -55,34 +61,43 @@ export async function initPages(app: FastifyInstance, services: WebServices) {
     const redirect = await elsewhere(reply, "domain");
     if (redirect) return redirect;
     const name = text(request.body?.domain).trim();
-    const values = { domain: name };
+    const setupCode = text(request.body?.setupCode);
+    const values = { domain: name, setupCode };
+    if (setupCode.trim() === "")
+      return domainForm(request, reply, values, { setupCode: { key: "form.required" } }, 400);
     if (name === "") return domainForm(request, reply, values, { domain: { key: "form.required" } }, 400);
     try {
-      await setup.createPrimaryDomain(name);
+      await setup.createPrimaryDomain(name, setupCode);
     } catch (error) {
-      const refused = refusalOnField(reply, error, [[domainNameInvalid, "domain"]]);
+      const refused = refusalOnField(reply, error, [
+        [setupCodeWrong, "setupCode"],
+        [domainNameInvalid, "domain"],
+      ]);
       if (refused) return domainForm(request, reply, values, refused.errors, refused.status);
       if (!(error instanceof ServiceError)) throw error;
       // Someone finished this step meanwhile.
       return seeOther(reply, stepPath[await setup.step()]);
     }
-    return seeOther(reply, stepPath.admin);
+    // Step 2's form at once, carrying the code that was just accepted.
+    return adminForm(request, reply, {}, 200, setupCode);
   });
 
   // ---- step 2: the first administrator
 
+  /** `carriedCode`: the set-up code given before, sent on as a hidden field (else a field asks for it). */
   const adminForm = async (
     request: FastifyRequest,
     reply: FastifyReply,
     errors: FieldErrors = {},
     status = 200,
+    carriedCode = "",
   ) => {
     const primary = await domains.primary();
     return render(
       request,
       reply,
       "init/admin",
-      { errors, email: `postmaster@${primary?.name ?? ""}` },
+      { errors, email: `postmaster@${primary?.name ?? ""}`, carriedCode },
       status,
     );
   };
@@ -96,14 +111,19 @@ export async function initPages(app: FastifyInstance, services: WebServices) {
     const redirect = await elsewhere(reply, "admin");
     if (redirect) return redirect;
     const password = text(request.body?.password);
+    const setupCode = text(request.body?.setupCode);
+    if (setupCode.trim() === "")
+      return adminForm(request, reply, { setupCode: { key: "form.required" } }, 400);
     const errors = repeatErrors(password, text(request.body?.passwordRepeat), "password");
-    if (Object.keys(errors).length > 0) return adminForm(request, reply, errors, 422);
+    if (Object.keys(errors).length > 0) return adminForm(request, reply, errors, 422, setupCode);
     let created: Awaited<ReturnType<typeof setup.createFirstAdmin>>;
     try {
-      created = await setup.createFirstAdmin(password);
+      created = await setup.createFirstAdmin(password, setupCode);
     } catch (error) {
+      const wrongCode = refusalOnField(reply, error, [[setupCodeWrong, "setupCode"]]);
+      if (wrongCode) return adminForm(request, reply, wrongCode.errors, wrongCode.status);
       const refused = refusalOnField(reply, error, newPasswordFields("password"));
-      if (refused) return adminForm(request, reply, refused.errors, refused.status);
+      if (refused) return adminForm(request, reply, refused.errors, refused.status, setupCode);
       if (!(error instanceof ServiceError)) throw error;
       return seeOther(reply, stepPath[await setup.step()]);
     }
