@@ -41,6 +41,7 @@ async function main() {
     metricsToken: config.metricsToken,
     userliCompat: config.userliCompat,
     trustProxy: config.trustProxy,
+    timeouts: { request: config.requestTimeout, connection: config.connectionTimeout },
     ...(config.webEnabled ? { web: { plugin: webInterface, notFound: notFoundPage } } : {}),
   });
   const background = createBackground(services, logger, {

@@ -24,6 +24,14 @@ const maxUrlBytes = 16 * 1024;
 const shuttingDown = JSON.stringify({ message: "shutting down, try again" });
 const answeredMethods: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
+/** How often Node looks for requests past their time: a quarter of it, between 1 s and 30 s. */
+const checkingInterval = (requestSeconds: number): number =>
+  Math.min(30_000, Math.max(1000, (requestSeconds * 1000) / 4));
+
+/** Node's 60 s for the headers, or less when the whole request has less. */
+const headersTimeout = (requestSeconds: number): number =>
+  requestSeconds === 0 ? 60_000 : Math.min(60_000, requestSeconds * 1000);
+
 export interface AppOptions {
   logger: Logger;
   services: Services;
@@ -32,6 +40,8 @@ export interface AppOptions {
   userliCompat?: boolean;
   /** TRUST_PROXY: client address and protocol from X-Forwarded-* (set when behind a reverse proxy). */
   trustProxy?: boolean | string;
+  /** REQUEST_TIMEOUT and CONNECTION_TIMEOUT, in seconds (0: no limit); defaults as in config.ts. */
+  timeouts?: { request: number; connection: number };
   /** The web interface (pages for people); registered by main.ts, absent in API-only tests. */
   web?: WebSurface;
 }
@@ -48,12 +58,25 @@ export async function buildApp({
   metricsToken = null,
   userliCompat = false,
   trustProxy = false,
+  timeouts = { request: 60, connection: 120 },
   web,
 }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit,
     trustProxy,
+    // A client dribbling its request (slowloris) is cut once the whole request took longer than
+    // `request`, checked every quarter of it (at most 30 s, Node's interval), so the cut comes at
+    // most 1.25 x `request` after its start. Idle keep-alive connections between requests are no
+    // request: they stay open for Fastify's keepAliveTimeout (72 s), which Dovecot's and Postfix's
+    // adapters rely on. `connection` cuts a connection silent that long during a request.
+    requestTimeout: timeouts.request * 1000,
+    connectionTimeout: timeouts.connection * 1000,
+    http: {
+      connectionsCheckingInterval: checkingInterval(timeouts.request),
+      // Node swaps the two when the headers' limit is the larger, so the request's would become 60 s.
+      headersTimeout: headersTimeout(timeouts.request),
+    },
     // No path parameter is cut short by the router (its 414 would echo the URL): a whole request
     // line fits in Node's 16 KiB header limit, and each route's own check answers a too long
     // address 400 "invalid e-mail address" (or domain name) like any other bad one.
