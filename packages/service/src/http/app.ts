@@ -16,6 +16,7 @@ import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
+import { isSitePath, siteRoot } from "./site-location.ts";
 import { wellKnownRoutes } from "./well-known.ts";
 
 export const bodyLimit = 64 * 1024;
@@ -112,6 +113,9 @@ export async function buildApp({
   });
   app.addHook("onSend", (request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
+    // No redirect leaves the site, whoever made it (a page, the language switch, a plugin).
+    const location = reply.getHeader("location");
+    if (location !== undefined && !isSitePath(String(location))) reply.header("location", siteRoot);
     // An answer made before an announced body waits for it (announced-body.ts: Dovecot).
     if (!answersBeforeAnnouncedBody(request.raw, bodyLimit)) return done(null, payload);
     afterAnnouncedBody(request.raw, bodyLimit, () => done(null, payload));
