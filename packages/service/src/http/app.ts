@@ -15,6 +15,7 @@ import { clientErrorHandler, errorHandler, frameworkErrorHandler } from "./error
 import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
 import { metricsRoutes } from "./metrics.ts";
+import { noStoreForSecrets } from "./no-store.ts";
 import { openApiDocument } from "./openapi.ts";
 import { isSitePath, siteRoot } from "./site-location.ts";
 import { wellKnownRoutes } from "./well-known.ts";
@@ -144,6 +145,7 @@ export async function buildApp({
     done();
   });
 
+  app.addHook("onRoute", noStoreForSecrets);
   const routesByUrl = new Map<string, Set<string>>();
   app.addHook("onRoute", (route) => {
     const methods = routesByUrl.get(route.url) ?? new Set<string>();
