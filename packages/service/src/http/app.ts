@@ -16,6 +16,7 @@ import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { noStoreForSecrets } from "./no-store.ts";
+import { refuseNul } from "./params.ts";
 import { openApiDocument } from "./openapi.ts";
 import { isSitePath, siteRoot } from "./site-location.ts";
 import { wellKnownRoutes } from "./well-known.ts";
@@ -128,6 +129,7 @@ export async function buildApp({
     if (!closing) return done();
     reply.code(503).type("application/json; charset=utf-8").send(shuttingDown);
   });
+  app.addHook("preValidation", refuseNul);
   app.setErrorHandler(errorHandler);
   // Unknown paths of the APIs answer JSON; any other is a page a person may have typed.
   app.setNotFoundHandler((request, reply) =>
