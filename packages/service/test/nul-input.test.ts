@@ -72,7 +72,8 @@ describe("NUL and control characters in addresses, searches and filters", () => 
             ...(token ? { token } : {}),
             ...(method === "get" || method === "delete" ? {} : { json: {} }),
           });
-          if (answer.status >= 500) failures.push(`${method.toUpperCase()} ${url}: ${answer.status} ${answer.text}`);
+          if (answer.status >= 500)
+            failures.push(`${method.toUpperCase()} ${url}: ${answer.status} ${answer.text}`);
         }
       }
       assert.deepEqual(failures, []);

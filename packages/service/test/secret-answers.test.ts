@@ -46,10 +46,15 @@ describe("answers carrying a secret send Cache-Control: no-store", () => {
       "reset",
     );
     noStore(
-      await call("POST", "/api/admin/users/gone@example.org/restore", { password: "a brand new password 42" }),
+      await call("POST", "/api/admin/users/gone@example.org/restore", {
+        password: "a brand new password 42",
+      }),
       "restore",
     );
-    noStore(await call("POST", "/api/admin/users/import", { users: [{ email: "imported@example.org" }] }), "import");
+    noStore(
+      await call("POST", "/api/admin/users/import", { users: [{ email: "imported@example.org" }] }),
+      "import",
+    );
   });
 
   test("TOTP secret and backup codes", async () => {

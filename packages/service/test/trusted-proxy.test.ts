@@ -19,7 +19,12 @@ async function recordedAddress(service: TestService, token: string, forwardedFor
 }
 
 /** A form posted as a browser does, the redirect not followed. */
-const postForm = (service: TestService, path: string, headers: Record<string, string>, form: Record<string, string>) =>
+const postForm = (
+  service: TestService,
+  path: string,
+  headers: Record<string, string>,
+  form: Record<string, string>,
+) =>
   fetch(`${service.url}${path}`, {
     method: "POST",
     redirect: "manual",
@@ -44,7 +49,10 @@ describe("TRUST_PROXY with the proxies' addresses", () => {
 
   test("the client is the right-most X-Forwarded-For address not in the list", async () => {
     // The left-most entries are whatever the client wrote; 10.1.2.3 is a listed (inner) proxy.
-    assert.equal(await recordedAddress(service, token, "198.51.100.66, 203.0.113.9, 10.1.2.3"), "203.0.113.9");
+    assert.equal(
+      await recordedAddress(service, token, "198.51.100.66, 203.0.113.9, 10.1.2.3"),
+      "203.0.113.9",
+    );
     assert.equal(await recordedAddress(service, token, "203.0.113.9"), "203.0.113.9");
     assert.equal(await recordedAddress(service, token), "127.0.0.1");
   });
@@ -71,7 +79,12 @@ describe("TRUST_PROXY with the proxies' addresses", () => {
     assert.ok(setCookies(signIn.headers).get("__Host-session")?.includes("; Secure"));
 
     // A plain `csrf` cookie (one a sibling host or a plain-HTTP answer could plant) does not count over TLS.
-    const planted = await postForm(service, "/login", { ...https, cookie: `csrf=${secret.split("=")[1]}` }, form);
+    const planted = await postForm(
+      service,
+      "/login",
+      { ...https, cookie: `csrf=${secret.split("=")[1]}` },
+      form,
+    );
     assert.equal(planted.status, 403);
   });
 

@@ -56,7 +56,10 @@ describe("no redirect leaves the site", () => {
   }
 
   test("redirects within the site keep their target", async () => {
-    assert.deepEqual(await rawGet(service.url, "/login?lang=de&x=1"), { status: 303, location: "/login?x=1" });
+    assert.deepEqual(await rawGet(service.url, "/login?lang=de&x=1"), {
+      status: 303,
+      location: "/login?x=1",
+    });
     assert.deepEqual(await rawGet(service.url, "/static/style.css?lang=en"), {
       status: 303,
       location: "/static/style.css",

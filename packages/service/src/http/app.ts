@@ -16,8 +16,8 @@ import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { noStoreForSecrets } from "./no-store.ts";
-import { refuseNul } from "./params.ts";
 import { openApiDocument } from "./openapi.ts";
+import { refuseNul } from "./params.ts";
 import { isSitePath, siteRoot } from "./site-location.ts";
 import { wellKnownRoutes } from "./well-known.ts";
 

@@ -5,7 +5,14 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOption
  * secret and backup codes, a webhook's signing secret, an imported user's generated password, the
  * MailCrypt private key passdb hands to Dovecot.
  */
-const secretFields = new Set(["token", "recoveryToken", "secret", "backupCodes", "password", "mailCryptPrivateKey"]);
+const secretFields = new Set([
+  "token",
+  "recoveryToken",
+  "secret",
+  "backupCodes",
+  "password",
+  "mailCryptPrivateKey",
+]);
 
 /**
  * onRoute: a route whose success answer may carry a secret (its response schema names a secret

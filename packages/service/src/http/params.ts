@@ -44,10 +44,13 @@ export const inputHoldsNul = refusal(
  * 400 (the web's error page on a page) instead of by each query. A callback hook: one scan of the
  * few small values a request has.
  */
-export function refuseNul(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  if (holdsNul(request.params, 0) || holdsNul(request.query, 0) || holdsNul(request.body, 0))
-    return done(inputHoldsNul());
-  done();
+export function refuseNul(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
+  const nul = holdsNul(request.params, 0) || holdsNul(request.query, 0) || holdsNul(request.body, 0);
+  done(nul ? inputHoldsNul() : undefined);
 }
 
 function holdsNul(value: unknown, depth: number): boolean {
@@ -56,6 +59,7 @@ function holdsNul(value: unknown, depth: number): boolean {
   if (Array.isArray(value)) return value.some((item) => holdsNul(item, depth + 1));
   // A binary body (a key upload) is read by its route.
   if (ArrayBuffer.isView(value)) return false;
-  for (const [key, item] of Object.entries(value)) if (key.includes("\0") || holdsNul(item, depth + 1)) return true;
+  for (const [key, item] of Object.entries(value))
+    if (key.includes("\0") || holdsNul(item, depth + 1)) return true;
   return false;
 }

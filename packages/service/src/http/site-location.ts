@@ -6,7 +6,7 @@
  */
 export function isSitePath(location: string): boolean {
   const read = location.replace(/[\t\n\r]/g, "");
-  if (/[\u0000-\u001f\u007f]/.test(read)) return false;
+  if (hasControlCharacter(read)) return false;
   let decoded = read;
   try {
     decoded = decodeURIComponent(read);
@@ -26,3 +26,11 @@ const sitePath = /^\/(?![/\\])/;
 
 /** Where a redirect that would leave the site goes instead. */
 export const siteRoot = "/";
+
+const hasControlCharacter = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+};

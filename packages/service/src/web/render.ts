@@ -2,8 +2,8 @@ import { fileURLToPath } from "node:url";
 import { Eta } from "eta";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { minPasswordLength } from "../accounts/password-policy.ts";
-import { csrfToken } from "./csrf.ts";
 import { isLocale, type Locale, locales, negotiateLocale, translator } from "../i18n/catalogue.ts";
+import { csrfToken } from "./csrf.ts";
 
 const templates = fileURLToPath(new URL("./templates/", import.meta.url));
 const eta = new Eta({ views: templates, cache: true, autoEscape: true, autoTrim: false });
