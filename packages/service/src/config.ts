@@ -22,6 +22,10 @@ export interface Config {
   userliCompat: boolean;
   /** Fastify's `trustProxy`: false, true, or a comma-separated list of proxy addresses/CIDRs. */
   trustProxy: boolean | string;
+  /** Seconds a client may take to send a whole request (headers and body); 0 = no limit. */
+  requestTimeout: number;
+  /** Seconds a connection may stay silent while a request is read or answered; 0 = no limit. */
+  connectionTimeout: number;
   /** The web pages for people (sign-in, self-service, registration, recovery, admin area). */
   webEnabled: boolean;
   /** k-anonymity range API of leaked passwords checked for new passwords; null = no check. */
@@ -64,6 +68,8 @@ export const configVariables = [
   "WEBHOOK_RETRY_DELAYS",
   "USERLI_COMPAT",
   "TRUST_PROXY",
+  "REQUEST_TIMEOUT",
+  "CONNECTION_TIMEOUT",
   "WEB_ENABLED",
   "PWNED_PASSWORDS_URL",
   "SMTP_URL",
@@ -109,6 +115,14 @@ export const configVariableHelp: Record<
     default: "false",
     meaning:
       "behind a reverse proxy: true, or its addresses (comma-separated IPs/CIDRs); client IP and TLS from X-Forwarded-*",
+  },
+  REQUEST_TIMEOUT: {
+    default: "60",
+    meaning: "seconds a client may take to send a whole request; slower ones are cut (0: no limit)",
+  },
+  CONNECTION_TIMEOUT: {
+    default: "120",
+    meaning: "seconds a connection may stay silent during a request before it is cut (0: no limit)",
   },
   WEB_ENABLED: { default: "true", meaning: "serve the web pages for people (false: APIs only)" },
   PWNED_PASSWORDS_URL: {
@@ -156,6 +170,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryDelays: parseDelays("WEBHOOK_RETRY_DELAYS", read("WEBHOOK_RETRY_DELAYS") ?? "10,60,360"),
     userliCompat: parseBoolean("USERLI_COMPAT", read("USERLI_COMPAT"), false),
     trustProxy: parseTrustProxy(read("TRUST_PROXY")),
+    requestTimeout: parseSeconds("REQUEST_TIMEOUT", read("REQUEST_TIMEOUT"), 60),
+    connectionTimeout: parseSeconds("CONNECTION_TIMEOUT", read("CONNECTION_TIMEOUT"), 120),
     webEnabled: parseBoolean("WEB_ENABLED", read("WEB_ENABLED"), true),
     pwnedPasswordsUrl: parseHttpUrl("PWNED_PASSWORDS_URL", read("PWNED_PASSWORDS_URL"), ["http:", "https:"]),
     smtpUrl: parseHttpUrl("SMTP_URL", read("SMTP_URL"), ["smtp:", "smtps:"]),
@@ -200,6 +216,13 @@ function parsePositiveInt(name: string, value: string | undefined, fallback: num
     throw new ConfigError(`${name}: expected a positive whole number, got "${value}"`);
   }
   return Number(value);
+}
+
+function parseSeconds(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d{1,6}$/.test(value.trim()))
+    throw new ConfigError(`${name}: expected whole seconds (0 for no limit), got "${value}"`);
+  return Number(value.trim());
 }
 
 function parseBoolean(name: string, value: string | undefined, fallback: boolean): boolean {

@@ -43,6 +43,7 @@ async function main() {
     metricsToken: config.metricsToken,
     userliCompat: config.userliCompat,
     trustProxy: config.trustProxy,
+    timeouts: { request: config.requestTimeout, connection: config.connectionTimeout },
     ...(config.webEnabled ? { web: { plugin: webInterface, notFound: notFoundPage } } : {}),
   });
   const background = createBackground(services, logger, {
@@ -51,6 +52,10 @@ async function main() {
   });
   const address = await app.listen({ host: config.listen.host, port: config.listen.port });
   if (config.jobsEnabled) background.start();
+  if (config.trustProxy === true)
+    logger.warn(
+      "TRUST_PROXY=true trusts every proxy: the client address is the left-most X-Forwarded-For entry, which any client can write (and so evade sign-in throttling and fake audit addresses); set TRUST_PROXY to the proxies' addresses instead",
+    );
   if (!config.smtpUrl)
     logger.info("no SMTP_URL: no e-mail is sent to users (welcome, recovery started, alias created)");
 

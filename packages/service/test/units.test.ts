@@ -69,6 +69,8 @@ describe("configuration", () => {
       WEBHOOK_RETRY_DELAYS: "soon",
       USERLI_COMPAT: "maybe",
       TRUST_PROXY: "proxy.example",
+      REQUEST_TIMEOUT: "1m",
+      CONNECTION_TIMEOUT: "-5",
       WEB_ENABLED: "maybe",
       PWNED_PASSWORDS_URL: "not a url",
       SMTP_URL: "http://relay",

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { createBackground } from "../src/background.ts";
 import { createLogger } from "../src/logger.ts";
@@ -238,6 +240,59 @@ describe("webhooks", () => {
     assert.equal(log.items[0]?.attempts, 1);
     assert.ok(log.items[0]?.error);
     assert.equal(log.items[0]?.responseCode, null);
+  });
+
+  test("a receiver answering 400 MiB: the worker reads 4 KiB of it, stops, and records the delivery", async () => {
+    // A real receiver streaming its answer as fast as the worker takes it, counting what it wrote.
+    const total = 400 * 1024 * 1024;
+    const chunk = Buffer.alloc(64 * 1024, "x");
+    const sent: number[] = [];
+    let status = 500;
+    const big = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        let written = 0;
+        res.writeHead(status, { "content-type": "text/plain", "content-length": String(total) });
+        const more = () => {
+          while (written < total && !res.destroyed) {
+            written += chunk.length;
+            if (!res.write(chunk)) return void res.once("drain", more);
+          }
+          res.end();
+        };
+        res.on("close", () => sent.push(written));
+        more();
+      });
+    });
+    await new Promise<void>((resolve) => big.listen(0, "127.0.0.1", resolve));
+    const { port } = big.address() as AddressInfo;
+    try {
+      const { endpoint } = await service.services.webhooks.create({
+        url: `http://127.0.0.1:${port}/hook`,
+        events: ["user.deleted"],
+        secret,
+      });
+      const rssBefore = process.memoryUsage().rss;
+      for (const [index, answer] of [500, 200].entries()) {
+        status = answer;
+        await service.services.users.create({ email: `big${index}@example.org`, password, mailCrypt: false });
+        await service.services.lifecycle.delete(`big${index}@example.org`);
+        assert.equal(await worker().runOnce(), 1);
+        const deadline = Date.now() + 5000;
+        while (sent.length <= index && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        // What the receiver wrote before the connection closed: socket buffers, never the body.
+        assert.ok((sent[index] ?? total) < 32 * 1024 * 1024, `receiver wrote ${sent[index]} bytes`);
+      }
+      assert.ok(process.memoryUsage().rss - rssBefore < 100 * 1024 * 1024, "no growth by the body's size");
+      const log = await service.services.webhooks.deliveries(endpoint.id, { limit: 10, offset: 0 });
+      const [succeeded, failed] = log.items;
+      assert.equal(succeeded?.status, "success");
+      assert.equal(failed?.responseCode, 500);
+      assert.equal(failed?.responseBody, "x".repeat(4096));
+    } finally {
+      big.closeAllConnections();
+      await new Promise((resolve) => big.close(resolve));
+    }
   });
 
   test("two workers on one outbox send each delivery once", async () => {

@@ -64,12 +64,14 @@ describe("well-known endpoints", () => {
       `/example.com/hu/${vectors.wkd.hash}`,
       `/example.org/hu/${wkdHash("bob")}`,
       "/example.org/hu/not-a-hash",
-      "/exa%00mple/hu/x",
     ]) {
       const res = await fetch(`${service.url}/.well-known/openpgpkey${path}`);
       assert.equal(res.status, 404, path);
       assert.equal(res.headers.get("access-control-allow-origin"), "*");
     }
+    // A NUL is no input anywhere (http/params.ts): refused before any lookup.
+    const nul = await fetch(`${service.url}/.well-known/openpgpkey/exa%00mple/hu/x`);
+    assert.equal(nul.status, 400);
   });
 
   test("WKD policy is empty for any domain", async () => {

@@ -15,7 +15,10 @@ import { clientErrorHandler, errorHandler, frameworkErrorHandler } from "./error
 import { healthRoutes } from "./health.ts";
 import { integrationApi } from "./integration/plugin.ts";
 import { metricsRoutes } from "./metrics.ts";
+import { noStoreForSecrets } from "./no-store.ts";
 import { openApiDocument } from "./openapi.ts";
+import { refuseNul } from "./params.ts";
+import { isSitePath, siteRoot } from "./site-location.ts";
 import { wellKnownRoutes } from "./well-known.ts";
 
 export const bodyLimit = 64 * 1024;
@@ -23,6 +26,14 @@ export const bodyLimit = 64 * 1024;
 const maxUrlBytes = 16 * 1024;
 const shuttingDown = JSON.stringify({ message: "shutting down, try again" });
 const answeredMethods: HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/** How often Node looks for requests past their time: a quarter of it, between 1 s and 30 s. */
+const checkingInterval = (requestSeconds: number): number =>
+  Math.min(30_000, Math.max(1000, (requestSeconds * 1000) / 4));
+
+/** Node's 60 s for the headers, or less when the whole request has less. */
+const headersTimeout = (requestSeconds: number): number =>
+  requestSeconds === 0 ? 60_000 : Math.min(60_000, requestSeconds * 1000);
 
 export interface AppOptions {
   logger: Logger;
@@ -32,6 +43,8 @@ export interface AppOptions {
   userliCompat?: boolean;
   /** TRUST_PROXY: client address and protocol from X-Forwarded-* (set when behind a reverse proxy). */
   trustProxy?: boolean | string;
+  /** REQUEST_TIMEOUT and CONNECTION_TIMEOUT, in seconds (0: no limit); defaults as in config.ts. */
+  timeouts?: { request: number; connection: number };
   /** The web interface (pages for people); registered by main.ts, absent in API-only tests. */
   web?: WebSurface;
 }
@@ -48,12 +61,25 @@ export async function buildApp({
   metricsToken = null,
   userliCompat = false,
   trustProxy = false,
+  timeouts = { request: 60, connection: 120 },
   web,
 }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit,
     trustProxy,
+    // A client dribbling its request (slowloris) is cut once the whole request took longer than
+    // `request`, checked every quarter of it (at most 30 s, Node's interval), so the cut comes at
+    // most 1.25 x `request` after its start. Idle keep-alive connections between requests are no
+    // request: they stay open for Fastify's keepAliveTimeout (72 s), which Dovecot's and Postfix's
+    // adapters rely on. `connection` cuts a connection silent that long during a request.
+    requestTimeout: timeouts.request * 1000,
+    connectionTimeout: timeouts.connection * 1000,
+    http: {
+      connectionsCheckingInterval: checkingInterval(timeouts.request),
+      // Node swaps the two when the headers' limit is the larger, so the request's would become 60 s.
+      headersTimeout: headersTimeout(timeouts.request),
+    },
     // No path parameter is cut short by the router (its 414 would echo the URL): a whole request
     // line fits in Node's 16 KiB header limit, and each route's own check answers a too long
     // address 400 "invalid e-mail address" (or domain name) like any other bad one.
@@ -89,6 +115,9 @@ export async function buildApp({
   });
   app.addHook("onSend", (request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
+    // No redirect leaves the site, whoever made it (a page, the language switch, a plugin).
+    const location = reply.getHeader("location");
+    if (location !== undefined && !isSitePath(String(location))) reply.header("location", siteRoot);
     // An answer made before an announced body waits for it (announced-body.ts: Dovecot).
     if (!answersBeforeAnnouncedBody(request.raw, bodyLimit)) return done(null, payload);
     afterAnnouncedBody(request.raw, bodyLimit, () => done(null, payload));
@@ -100,6 +129,7 @@ export async function buildApp({
     if (!closing) return done();
     reply.code(503).type("application/json; charset=utf-8").send(shuttingDown);
   });
+  app.addHook("preValidation", refuseNul);
   app.setErrorHandler(errorHandler);
   // Unknown paths of the APIs answer JSON; any other is a page a person may have typed.
   app.setNotFoundHandler((request, reply) =>
@@ -117,6 +147,7 @@ export async function buildApp({
     done();
   });
 
+  app.addHook("onRoute", noStoreForSecrets);
   const routesByUrl = new Map<string, Set<string>>();
   app.addHook("onRoute", (route) => {
     const methods = routesByUrl.get(route.url) ?? new Set<string>();

@@ -10,6 +10,7 @@ import { defaultLocale, isLocale, translator } from "../i18n/catalogue.ts";
 import { faultOf } from "../logger.ts";
 import type { Services } from "../services.ts";
 import { sessionCookie, type WebContext, type WebServices } from "./context.ts";
+import { csrfCookie, readCsrfSecret } from "./csrf.ts";
 import { accountPages } from "./pages/account.ts";
 import { adminPages } from "./pages/admin/index.ts";
 import { aliasPages } from "./pages/aliases.ts";
@@ -53,7 +54,7 @@ export async function webInterface(app: FastifyInstance, services: Services) {
   });
   await app.register(csrf, {
     sessionPlugin: "@fastify/cookie",
-    cookieKey: "csrf",
+    cookieKey: csrfCookie(false),
     cookieOpts: { path: "/", httpOnly: true, sameSite: "lax", signed: false },
   });
   await app.register(fastifyStatic, {
@@ -66,6 +67,7 @@ export async function webInterface(app: FastifyInstance, services: Services) {
   app.decorateRequest("web", undefined as unknown as WebContext);
 
   app.addHook("onRequest", async (request, reply) => {
+    readCsrfSecret(request);
     const wanted = (request.query as Record<string, unknown> | undefined)?.lang;
     if (request.method === "GET" && isLocale(wanted)) {
       reply.setCookie(langCookie, wanted, {

@@ -3,6 +3,7 @@ import { Eta } from "eta";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { minPasswordLength } from "../accounts/password-policy.ts";
 import { isLocale, type Locale, locales, negotiateLocale, translator } from "../i18n/catalogue.ts";
+import { csrfToken } from "./csrf.ts";
 
 const templates = fileURLToPath(new URL("./templates/", import.meta.url));
 const eta = new Eta({ views: templates, cache: true, autoEscape: true, autoTrim: false });
@@ -29,7 +30,7 @@ export async function render(
     locales,
     session: web.session,
     user: web.session?.stage === "signed_in" ? web.session.user : null,
-    csrfToken: reply.generateCsrf(),
+    csrfToken: csrfToken(request, reply),
     flash,
     path: request.url.split("?")[0],
     errors: {},

@@ -111,6 +111,32 @@ export class DeliveryWorker extends LeasedOutboxWorker<
   }
 }
 
+/** What is read of a receiver's answer: all that is stored of it, and no more. */
+export const answerReadLimit = 4096;
+
+/**
+ * The first `answerReadLimit` bytes of an answer; the rest is never read (the stream is cancelled,
+ * which closes the connection), so a receiver answering a huge body costs us 4 KiB, not its size.
+ */
+async function readAnswerStart(response: Response): Promise<string> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  try {
+    while (length < answerReadLimit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      length += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  // A character cut at the limit becomes U+FFFD: the text is for people reading the log.
+  return Buffer.concat(chunks).subarray(0, answerReadLimit).toString("utf8");
+}
+
 /** One attempt: POSTs the stored bytes; a 2xx answer is success, anything else (or no answer) a failure. */
 async function post(delivery: Delivery, attempt: number, timeoutMs: number): Promise<DeliveryResult> {
   let responseCode: number | null = null;
@@ -125,7 +151,7 @@ async function post(delivery: Delivery, attempt: number, timeoutMs: number): Pro
       signal: AbortSignal.timeout(timeoutMs),
     });
     responseCode = response.status;
-    const text = await response.text();
+    const text = await readAnswerStart(response);
     if (response.status < 200 || response.status > 299) responseBody = storedText(text);
   } catch (failure) {
     error = failureText(failure);

@@ -49,6 +49,8 @@ export interface TestResponse {
 export interface StartOptions {
   metricsToken?: string;
   userliCompat?: boolean;
+  /** TRUST_PROXY's value: client address and protocol from X-Forwarded-*. */
+  trustProxy?: boolean | string;
   /** Serve the web pages too (as `npm start` does). */
   web?: boolean;
   pwnedPasswordsUrl?: string;
@@ -80,6 +82,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
     services,
     metricsToken: options.metricsToken ?? null,
     userliCompat: options.userliCompat ?? false,
+    trustProxy: options.trustProxy ?? false,
     ...(options.web ? { web: { plugin: webPlugin(options.onWebRoute), notFound: notFoundPage } } : {}),
   });
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
