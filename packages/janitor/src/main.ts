@@ -36,7 +36,8 @@ Configured through environment variables (see docs/janitor.md):
   PURGER_COMMAND_TIMEOUT=10m       a purge command running longer is killed (and retried later)
   PURGER_RETENTION_HOURS=24        hours between deletion and purge
   PURGER_TICK_INTERVAL=1h          how often due mailboxes are purged
-  PURGER_DATABASE_PATH=./mailboxes.csv  file of pending deletions
+  PURGER_DATABASE_PATH=./mailboxes.csv  file of pending deletions (the deliveries already
+                                   handled are kept beside it, in <path>.seen)
   LISTEN_ADDR=:8080                HTTP listen address; bind the mail server's private address
                                    (see docs/janitor.md), not every interface
   LOG_LEVEL=info                   debug, info, warn or error
