@@ -16,12 +16,27 @@
  *   `_ + = - ! $ % & ' * ? ^ \` { | } ~`, not starting with `-`; domain labels of letters, marks,
  *   digits and `-`. This takes every address older versions could create, except those with `/`, `#`
  *   (a path separator; a comment in the janitor's file) and a leading `-` (an option to a command).
- *   The janitor shell-quotes every value it substitutes, so these symbols are safe there.
+ *   The janitor shell-quotes every value it substitutes, so these symbols are safe in the shell's
+ *   own parsing; but a tool may still read some of them as a pattern (see wildcardIn).
  * Both: at most 64 characters before the `@`, 254 in all, at least two domain labels; the input must
  * be in Unicode NFC and must not hold a non-ASCII character whose lower case is ASCII (the Kelvin
  * sign U+212A would become `k`): such spellings of an address are refused, never folded into another.
  * Every NEW address is a KNOWN one.
  */
+
+/**
+ * The characters a purge tool reads as a pattern or a variable even when the shell has passed them
+ * on quoted: `*` and `?` (shell globs, doveadm's user masks and mailbox names), `[` and `]` (shell
+ * bracket expressions), `%` (IMAP LIST and doveadm mailbox wildcards, Dovecot's variables, SQL
+ * LIKE). No NEW address holds one; a KNOWN address may (older versions created them), and then it is
+ * never handed to a purge command (the janitor) nor imported (the userli importer).
+ */
+const WILDCARD = /[*?%[\]]/;
+
+/** The first wildcard character of an address (see WILDCARD), or null when it holds none. */
+export function wildcardIn(value: string): string | null {
+  return WILDCARD.exec(value)?.[0] ?? null;
+}
 
 export interface CheckedAddress {
   /** The address in its one stored form: lower-cased. */

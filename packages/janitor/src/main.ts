@@ -8,6 +8,7 @@ import { type Config, ConfigError, formatDuration, loadConfig } from "./config.t
 import { createLogger } from "./logger.ts";
 import { PendingStore } from "./pending.ts";
 import { Purger } from "./purger.ts";
+import { SeenDeliveries } from "./seen.ts";
 import { createJanitorServer } from "./server.ts";
 import { Toucher } from "./toucher.ts";
 
@@ -35,7 +36,8 @@ Configured through environment variables (see docs/janitor.md):
   PURGER_COMMAND_TIMEOUT=10m       a purge command running longer is killed (and retried later)
   PURGER_RETENTION_HOURS=24        hours between deletion and purge
   PURGER_TICK_INTERVAL=1h          how often due mailboxes are purged
-  PURGER_DATABASE_PATH=./mailboxes.csv  file of pending deletions
+  PURGER_DATABASE_PATH=./mailboxes.csv  file of pending deletions (the deliveries already
+                                   handled are kept beside it, in <path>.seen)
   LISTEN_ADDR=:8080                HTTP listen address; bind the mail server's private address
                                    (see docs/janitor.md), not every interface
   LOG_LEVEL=info                   debug, info, warn or error
@@ -131,6 +133,16 @@ async function main(): Promise<void> {
     fail(`cannot use the pending deletions file ${store.path}`, error);
   }
 
+  // Beside the CSV file, so that both live in the janitor's state directory.
+  const seen = new SeenDeliveries(`${store.path}.seen`);
+  try {
+    const dropped = await seen.init();
+    for (const line of dropped)
+      logger.warn({ file: seen.path, content: line }, "unreadable line in the seen deliveries file, dropped");
+  } catch (error) {
+    fail(`cannot use the seen deliveries file ${seen.path}`, error);
+  }
+
   const purger = new Purger({
     command: config.purgerCommand,
     timeoutMs: config.purgerCommandTimeoutMs,
@@ -146,7 +158,7 @@ async function main(): Promise<void> {
     useSudo: config.toucherUseSudo,
     logger,
   });
-  const server = createJanitorServer({ secret: config.webhookSecret, store, purger, logger });
+  const server = createJanitorServer({ secret: config.webhookSecret, store, seen, purger, logger });
 
   await new Promise<void>((listening) => {
     server.once("error", (error) => fail("cannot listen", error));
@@ -158,6 +170,7 @@ async function main(): Promise<void> {
       address: typeof bound === "object" && bound ? bound.address : bound,
       port: typeof bound === "object" && bound ? bound.port : config.listen.port,
       databasePath: store.path,
+      seenDeliveriesPath: seen.path,
       retentionHours: config.purgerRetentionHours,
       purgerTickInterval: formatDuration(config.purgerTickIntervalMs),
       purgerCommand: config.purgerCommand,
@@ -210,6 +223,7 @@ async function main(): Promise<void> {
     await loops;
     await purger.idle();
     clearTimeout(grace);
+    await seen.idle();
     await store.close();
     logger.info("stopped");
     process.exit(0);

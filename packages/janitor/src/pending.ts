@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
 import { access, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { parseAddress } from "./shell.ts";
+import { parsePurgeAddress } from "./shell.ts";
 
 export const HEADER = "email,timestamp";
 
@@ -79,7 +79,7 @@ function parseLine(raw: string, line: number): PendingLine {
   if (emailField.toLowerCase() === "email" && timeField.toLowerCase() === "timestamp") {
     return { kind: "other", raw, line, reason: "repeated header line" };
   }
-  const address = parseAddress(emailField);
+  const address = parsePurgeAddress(emailField);
   if (!address.ok) return { kind: "other", raw, line, reason: address.reason };
   const timestamp = parseTimestamp(timeField);
   if (!timestamp)
@@ -142,10 +142,7 @@ export class PendingStore {
   /** Removes temporary files a crash left behind and creates the file (header only) if it is missing. */
   async init(): Promise<void> {
     const directory = dirname(this.path);
-    const prefix = `.${basename(this.path)}.`;
-    for (const name of await readdir(directory)) {
-      if (name.startsWith(prefix) && name.endsWith(".tmp")) await rm(join(directory, name), { force: true });
-    }
+    await removeTemporaries(this.path);
     try {
       await stat(this.path);
     } catch (error) {
@@ -174,7 +171,7 @@ export class PendingStore {
    * becomes due no later than requested. Resolves once the file is durably on disk.
    */
   add(email: string, timestamp: Date, options: { advance?: boolean } = {}): Promise<AddResult> {
-    const address = parseAddress(email);
+    const address = parsePurgeAddress(email);
     if (!address.ok)
       return Promise.reject(new Error(`refusing to store ${JSON.stringify(email)}: ${address.reason}`));
     const { key } = address.address;
@@ -259,37 +256,55 @@ export class PendingStore {
     }
   }
 
-  async #write(text: string): Promise<void> {
-    const directory = dirname(this.path);
-    const temporary = join(
-      directory,
-      `.${basename(this.path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`,
-    );
-    let mode = 0o600;
+  #write(text: string): Promise<void> {
+    return writeAtomically(this.path, text);
+  }
+}
+
+/** Removes the temporary files of writeAtomically a crash left behind beside `path`. */
+export async function removeTemporaries(path: string): Promise<void> {
+  const directory = dirname(path);
+  const prefix = `.${basename(path)}.`;
+  for (const name of await readdir(directory)) {
+    if (name.startsWith(prefix) && name.endsWith(".tmp")) await rm(join(directory, name), { force: true });
+  }
+}
+
+/**
+ * Replaces a file atomically: temporary file in the same directory, write, fsync, rename, fsync of
+ * the directory. A crash at any moment leaves the old or the new file. An existing file keeps its
+ * mode; a new one is owner read/write only (what the janitor keeps names people).
+ */
+export async function writeAtomically(path: string, text: string): Promise<void> {
+  const directory = dirname(path);
+  const temporary = join(
+    directory,
+    `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`,
+  );
+  let mode = 0o600;
+  try {
+    mode = (await stat(path)).mode & 0o777;
+  } catch {
+    // a new file
+  }
+  try {
+    const file = await open(temporary, "wx", mode);
     try {
-      mode = (await stat(this.path)).mode & 0o777;
-    } catch {
-      // a new file: owner read/write only (it lists personal data)
-    }
-    try {
-      const file = await open(temporary, "wx", mode);
-      try {
-        await file.writeFile(text, "utf8");
-        await file.chmod(mode);
-        await file.sync();
-      } finally {
-        await file.close();
-      }
-      await rename(temporary, this.path);
-    } catch (error) {
-      await rm(temporary, { force: true });
-      throw error;
-    }
-    const dir = await open(directory, "r");
-    try {
-      await dir.sync();
+      await file.writeFile(text, "utf8");
+      await file.chmod(mode);
+      await file.sync();
     } finally {
-      await dir.close();
+      await file.close();
     }
+    await rename(temporary, path);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
+  const dir = await open(directory, "r");
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
   }
 }

@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process";
 import type { Logger } from "pino";
 import { entriesOf, malformedOf, type PendingEntry, type PendingStore } from "./pending.ts";
-import { type Address, addressPlaceholders, parseAddress, renderCommand } from "./shell.ts";
+import { type Address, addressPlaceholders, parsePurgeAddress, renderCommand } from "./shell.ts";
 
 export interface CommandResult {
   ok: boolean;
@@ -183,8 +183,8 @@ export class Purger {
     for (const entry of due.values()) {
       if (signal?.aborted || this.#stopped) break;
       if (this.#running.has(entry.key)) continue;
-      const check = parseAddress(entry.email);
-      if (!check.ok) continue;
+      const check = parsePurgeAddress(entry.email);
+      if (!check.ok) continue; // never an entry: pending.ts reads such a line as malformed (logged above)
       if (await this.purge(check.address, "retention expired")) result.purged += 1;
       else result.failed += 1;
     }
@@ -209,8 +209,14 @@ export class Purger {
 
   async #purgeOnce(address: Address, reason: string): Promise<boolean> {
     if (this.#stopped) return false;
-    const command = renderCommand(this.#options.command, addressPlaceholders(address));
     const log = this.#log.child({ email: address.email });
+    // The last gate before the command: whatever path the address came by, no wildcard reaches it.
+    const check = parsePurgeAddress(address.email);
+    if (!check.ok) {
+      log.warn({ reason: check.reason }, "address refused, purge command not run");
+      return false;
+    }
+    const command = renderCommand(this.#options.command, addressPlaceholders(check.address));
     log.info({ reason }, "purging mailbox");
     const result = await runShellCommand(command, {
       timeoutMs: this.#options.timeoutMs,

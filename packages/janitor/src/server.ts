@@ -2,18 +2,20 @@
  * HTTP side of the janitor: POST /service takes the service's webhooks (signature first), GET /health
  * answers for monitoring. Anything else: 404, or 405 for a known path with the wrong method.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { formatTimestamp, type PendingStore, parseTimestamp } from "./pending.ts";
 import type { Purger } from "./purger.ts";
-import { parseAddress } from "./shell.ts";
+import { type Delivery, FRESHNESS_MS, type SeenDeliveries } from "./seen.ts";
+import { parsePurgeAddress } from "./shell.ts";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
 export interface ServerOptions {
   secret: string;
   store: PendingStore;
+  seen: SeenDeliveries;
   purger: Purger;
   logger: Logger;
   maxBodyBytes?: number;
@@ -30,12 +32,25 @@ export function signBody(secret: string, body: string | Buffer): string {
   return createHmac("sha256", secret).update(body).digest("hex");
 }
 
-/** The time of a user.deleted event: its own timestamp, or the receipt time when that is missing, unparsable or in the future. */
-export function eventTime(timestamp: unknown, receivedAt: Date): Date {
-  if (typeof timestamp !== "string") return receivedAt;
+/**
+ * Why a webhook's signed timestamp is refused, or null when it is fresh: within FRESHNESS_MS of the
+ * receipt, either way. Without it a captured delivery could be replayed at will.
+ */
+export function staleness(timestamp: unknown, receivedAt: Date): string | null {
+  if (typeof timestamp !== "string") return 'timestamp: missing (the signed body must carry "timestamp")';
   const parsed = parseTimestamp(timestamp);
-  if (!parsed || parsed.getTime() > receivedAt.getTime()) return receivedAt;
-  return parsed;
+  if (!parsed) return "timestamp: not an RFC 3339 date-time with a zone";
+  const offset = parsed.getTime() - receivedAt.getTime();
+  if (offset < -FRESHNESS_MS)
+    return `timestamp: ${Math.round(-offset / 1000)} s old, more than ${FRESHNESS_MS / 1000} s: stale delivery refused`;
+  if (offset > FRESHNESS_MS)
+    return `timestamp: ${Math.round(offset / 1000)} s in the future, more than ${FRESHNESS_MS / 1000} s: refused`;
+  return null;
+}
+
+/** The time of a user.deleted event: its own (fresh) timestamp, or the receipt time when that is ahead of it. */
+export function eventTime(timestamp: Date, receivedAt: Date): Date {
+  return timestamp.getTime() > receivedAt.getTime() ? receivedAt : timestamp;
 }
 
 class BodyTooLarge extends Error {}
@@ -89,28 +104,6 @@ function send(
   response.end(text);
 }
 
-/** Remembers recently handled delivery ids, so that a re-delivered user.reset does not purge twice. */
-class RecentIds {
-  readonly #ids = new Set<string>();
-  readonly #limit: number;
-
-  constructor(limit: number) {
-    this.#limit = limit;
-  }
-
-  has(id: string): boolean {
-    return this.#ids.has(id);
-  }
-
-  add(id: string): void {
-    this.#ids.add(id);
-    if (this.#ids.size > this.#limit) {
-      const oldest = this.#ids.values().next().value;
-      if (oldest !== undefined) this.#ids.delete(oldest);
-    }
-  }
-}
-
 interface WebhookPayload {
   type: string;
   timestamp: unknown;
@@ -136,7 +129,6 @@ function parsePayload(body: Buffer): WebhookPayload | string {
 export function createJanitorServer(options: ServerOptions): Server {
   const log = options.logger.child({ component: "server" });
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
-  const handled = new RecentIds(10_000);
 
   async function handleWebhook(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const receivedAt = new Date();
@@ -183,28 +175,47 @@ export function createJanitorServer(options: ServerOptions): Server {
       send(response, 200, { status: "ignored" });
       return;
     }
-    const check = parseAddress(payload.email);
+    // A stale body may be a captured one played back; a body from the future could be kept and
+    // played back later. 400: the service's worker retries any non-2xx only as often as
+    // WEBHOOK_RETRY_DELAYS says, then marks the delivery failed (docs/janitor.md).
+    const stale = staleness(payload.timestamp, receivedAt);
+    if (stale !== null) {
+      eventLog.warn(
+        { timestamp: payload.timestamp, reason: stale },
+        "webhook with a stale timestamp refused",
+      );
+      send(response, 400, { message: stale });
+      return;
+    }
+    const timestamp = parseTimestamp(payload.timestamp as string) as Date;
+    const check = parsePurgeAddress(payload.email);
     if (!check.ok) {
       eventLog.warn(
         { email: payload.email, reason: check.reason },
-        "webhook with unacceptable address rejected",
+        "webhook with unacceptable address refused",
       );
       send(response, 400, { message: `data.email: ${check.reason}` });
       return;
     }
     const { address } = check;
-    if (deliveryId !== undefined && handled.has(deliveryId)) {
-      eventLog.info({ email: address.email }, "delivery already handled");
+    const delivery: Delivery = {
+      id: deliveryId ?? null,
+      body: createHash("sha256").update(body).digest("hex"),
+      timestamp,
+    };
+    // Recorded before anything is done, so that the command runs at most once per delivery.
+    if ((await options.seen.claim(delivery, receivedAt)) === "seen") {
+      eventLog.info({ email: address.email }, "delivery already handled: nothing done");
       send(response, 200, { status: "duplicate delivery" });
       return;
     }
 
     try {
       if (payload.type === "user.deleted") {
-        const timestamp = eventTime(payload.timestamp, receivedAt);
-        const result = await options.store.add(address.email, timestamp);
+        const at = eventTime(timestamp, receivedAt);
+        const result = await options.store.add(address.email, at);
         eventLog.info(
-          { email: address.email, timestamp: formatTimestamp(timestamp), result },
+          { email: address.email, timestamp: formatTimestamp(at), result },
           "pending deletion recorded",
         );
         send(response, 200, { status: result === "exists" ? "already pending" : "recorded" });
@@ -217,9 +228,12 @@ export function createJanitorServer(options: ServerOptions): Server {
         void options.purger.purge(address, "user.reset");
         send(response, 200, { status: "purging" });
       }
-      if (deliveryId !== undefined) handled.add(deliveryId);
     } catch (error) {
       eventLog.error({ email: address.email, err: String(error) }, "could not record the event");
+      // Not handled: the service's retry of this delivery must be taken.
+      await options.seen.release(delivery).catch((failure: unknown) => {
+        eventLog.error({ err: String(failure) }, "could not forget the delivery");
+      });
       send(response, 500, { message: "could not store the event" });
     }
   }

@@ -1,9 +1,10 @@
-import { checkAddress } from "./address-syntax.ts";
+import { checkAddress, wildcardIn } from "./address-syntax.ts";
 
 /**
- * Address validation and placeholder substitution. Every address that reaches a shell command or a
- * file path passes parseAddress first (the service's rule for known addresses, address-syntax.ts);
- * every substituted value is shell-quoted as well.
+ * Address validation and placeholder substitution. Every address that reaches a file path passes
+ * parseAddress first (the service's rule for known addresses, address-syntax.ts), and every address
+ * that reaches a purge command passes parsePurgeAddress (that rule and no wildcard); every
+ * substituted value is shell-quoted as well.
  */
 
 export interface Address {
@@ -20,8 +21,9 @@ export type AddressCheck = { ok: true; address: Address } | { ok: false; reason:
 /**
  * Accepts every address the service can hold (its rule for known addresses): one "@", dot-atoms
  * without "/", "#" or a leading "-", a host name as domain, no control or format characters, no
- * spaces, quotes, backslashes or path separators. Symbols such as `%`, `'` or `*` are accepted: the
- * service could create them before, and every substituted value is shell-quoted.
+ * spaces, quotes, backslashes or path separators. Symbols such as `'`, `$` or `~` are accepted: the
+ * service could create them before, and every substituted value is shell-quoted. The toucher uses it
+ * as it is (a Sieve path is read without a shell or a pattern); purges need parsePurgeAddress.
  */
 export function parseAddress(value: unknown): AddressCheck {
   const check = checkAddress(value, "known");
@@ -37,6 +39,21 @@ export function parseAddress(value: unknown): AddressCheck {
       key: check.address.email,
     },
   };
+}
+
+/**
+ * The address check for everything that may end in PURGER_COMMAND (a webhook on receipt, a line of
+ * the pending deletions file, the purge itself): parseAddress, and no character a purge tool reads
+ * as a wildcard (address-syntax.ts, wildcardIn). Quoting cannot help there: `doveadm -u 'a*@b'` still
+ * takes `a*@b` as a mask of many users.
+ */
+export function parsePurgeAddress(value: unknown): AddressCheck {
+  const check = parseAddress(value);
+  if (!check.ok) return check;
+  const wildcard = wildcardIn(check.address.email);
+  if (wildcard !== null)
+    return { ok: false, reason: `address holds ${wildcard}, which a purge tool reads as a wildcard` };
+  return check;
 }
 
 /** Quotes a value as one POSIX shell word: `it's` -> `'it'\''s'`. */

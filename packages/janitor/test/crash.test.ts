@@ -65,7 +65,13 @@ test("kill -9 during a burst of writes leaves a readable file with every acknowl
 
   // A restart cleans up temporary files left by the kills and goes on appending.
   const j = await startJanitor({ dir, env: { LOG_LEVEL: "info" } });
-  assert.deepEqual(readdirSync(dir), ["mailboxes.csv"]);
+  assert.deepEqual(readdirSync(dir).sort(), ["mailboxes.csv", "mailboxes.csv.seen"]);
+  // The seen deliveries file went through the same kills: whole, and every acknowledged delivery in it.
+  const seen = readText(`${j.csv}.seen`)
+    .trimEnd()
+    .split("\n")
+    .map((line) => JSON.parse(line));
+  assert.ok(seen.length >= acknowledged.size, `${seen.length} seen, ${acknowledged.size} acknowledged`);
   assert.equal((await postWebhook(j.url, event("user.deleted", "after.restart@example.org"))).status, 200);
   acknowledged.add("after.restart@example.org");
   assert.equal((await j.stop()).code, 0);

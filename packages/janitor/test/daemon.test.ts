@@ -7,6 +7,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import {
+  atom,
   cleanup,
   csvEntries,
   event,
@@ -73,11 +74,11 @@ describe("webhook signature", () => {
 
   test("the signature covers the exact raw bytes, whatever their layout", async () => {
     const j = await janitor();
-    const body =
-      '{ "data" : {"email":"alice@example.org"},\n "timestamp":"2025-09-10T11:36:14+00:00", "type":"user.deleted" }';
+    const at = atom(-60_000);
+    const body = `{ "data" : {"email":"alice@example.org"},\n "timestamp":"${at}", "type":"user.deleted" }`;
     const answer = await postWebhook(j.url, body, { signature: sign(body).toUpperCase() });
     assert.equal(answer.status, 200, answer.body);
-    assert.deepEqual(readLines(j.csv), ["email,timestamp", "alice@example.org,2025-09-10T11:36:14Z"]);
+    assert.deepEqual(readLines(j.csv), ["email,timestamp", `alice@example.org,${at.replace("+00:00", "Z")}`]);
   });
 
   test("neither the secret nor the token is ever logged", async () => {
@@ -109,11 +110,7 @@ describe("webhook payloads", () => {
       "a b@example.org",
       42,
     ]) {
-      const answer = await postWebhook(j.url, {
-        type: "user.deleted",
-        timestamp: "2025-09-10T11:36:14Z",
-        data: { email },
-      });
+      const answer = await postWebhook(j.url, { type: "user.deleted", timestamp: atom(), data: { email } });
       assert.equal(answer.status, 400, `${String(email)}: ${answer.body}`);
     }
     assert.equal((await postWebhook(j.url, event("user.reset", "a$(touch pwned)@b"))).status, 400);
@@ -137,41 +134,34 @@ describe("webhook payloads", () => {
     assert.deepEqual(readLines(j.csv), ["email,timestamp"]);
   });
 
-  test("user.deleted records the event's timestamp, or the receipt time when missing, bad or in the future", async () => {
+  test("user.deleted records the event's fresh timestamp, or the receipt time when it is a little ahead", async () => {
     const j = await janitor();
+    const given = atom(-120_000);
+    assert.equal((await postWebhook(j.url, event("user.deleted", "given@example.org", given))).status, 200);
     const before = Date.now() - 1000;
-    const cases: [string, string | undefined][] = [
-      ["given@example.org", "2025-09-10T13:36:14+02:00"],
-      ["missing@example.org", undefined],
-      ["garbage@example.org", "last tuesday"],
-      ["future@example.org", "2999-01-01T00:00:00+00:00"],
-    ];
-    for (const [email, timestamp] of cases) {
-      const answer = await postWebhook(j.url, event("user.deleted", email, timestamp));
-      assert.equal(answer.status, 200, answer.body);
-    }
+    assert.equal(
+      (await postWebhook(j.url, event("user.deleted", "ahead@example.org", atom(120_000)))).status,
+      200,
+    );
     const after = Date.now() + 1000;
     const { header, rows } = csvEntries(j.csv);
     assert.equal(header, "email,timestamp");
-    assert.deepEqual(rows[0], ["given@example.org", "2025-09-10T11:36:14Z"]);
-    for (const [email, time] of rows.slice(1) as [string, string][]) {
-      const at = Date.parse(time);
-      assert.ok(at >= before && at <= after, `${email}: ${time}`);
-    }
-    assert.equal(rows.length, 4);
+    assert.deepEqual(rows[0], ["given@example.org", given.replace("+00:00", "Z")]);
+    assert.equal(rows[1]?.[0], "ahead@example.org");
+    const at = Date.parse(rows[1]?.[1] ?? "");
+    assert.ok(at >= before && at <= after, rows[1]?.[1]);
+    assert.equal(rows.length, 2);
   });
 
   test("a second event for the same address adds no second line; a re-delivery is recognised", async () => {
     const j = await janitor();
+    const started = Date.now();
     const first = await postWebhook(
       j.url,
-      event("user.deleted", "alice@example.org", "2025-09-10T11:36:14Z"),
+      event("user.deleted", "alice@example.org", atom(-60_000, started)),
     );
     assert.equal(first.status, 200);
-    const again = await postWebhook(
-      j.url,
-      event("user.deleted", "Alice@Example.org", "2025-09-12T00:00:00Z"),
-    );
+    const again = await postWebhook(j.url, event("user.deleted", "Alice@Example.org", atom(-30_000)));
     assert.equal(again.status, 200);
     assert.match(again.body, /already pending/);
     const payload = event("user.deleted", "bob@example.org");
@@ -184,7 +174,7 @@ describe("webhook payloads", () => {
       rows.map((r) => r[0]),
       ["alice@example.org", "bob@example.org"],
     );
-    assert.equal(rows[0]?.[1], "2025-09-10T11:36:14Z");
+    assert.equal(rows[0]?.[1], atom(-60_000, started).replace("+00:00", "Z"));
   });
 
   test("200 concurrent user.deleted webhooks leave exactly 200 lines", async () => {
@@ -229,12 +219,13 @@ describe("purging", () => {
 
   test("entries not yet due are left alone", async () => {
     const dir = await tempDir();
+    // an old deletion, recorded before this start (a webhook's own timestamp is always fresh)
+    writeFileSync(join(dir, "mailboxes.csv"), "email,timestamp\nold@example.org,2020-01-01T00:00:00Z\n");
     const j = await janitor(
       { PURGER_COMMAND: recordingCommand(dir), PURGER_RETENTION_HOURS: "24", PURGER_TICK_INTERVAL: "1s" },
       dir,
     );
     await postWebhook(j.url, event("user.deleted", "recent@example.org"));
-    await postWebhook(j.url, event("user.deleted", "old@example.org", "2020-01-01T00:00:00Z"));
     await waitFor("the old entry to be purged", () => readLines(join(dir, "calls")).length === 1);
     const tick = j.logs.filter(
       (line) => line.msg === "purge tick done" || line.msg === "purge tick: nothing due",
@@ -336,7 +327,7 @@ describe("purging", () => {
       dir,
     );
     await waitFor("alice to be purged", () => !readText(csv).includes("alice"));
-    await postWebhook(j.url, event("user.deleted", "carol@example.org", "2999-01-01T00:00:00Z"));
+    await postWebhook(j.url, event("user.deleted", "carol@example.org"));
     const warning = await j.waitForLog("a malformed-line warning", (line) =>
       line.msg.startsWith("malformed line"),
     );
@@ -364,16 +355,16 @@ describe("user.reset", () => {
     await waitFor("the write-ahead entry to be removed", () => readLines(j.csv).length === 1);
   });
 
-  test("an address older versions of the service created (dave%@...) is purged, quoted, not refused", async () => {
+  test("an address older versions of the service created (o'brien@...) is purged, quoted", async () => {
     const dir = await tempDir();
     const j = await janitor({ PURGER_COMMAND: recordingCommand(dir), PURGER_RETENTION_HOURS: "24" }, dir);
-    for (const email of ["dave%@example.org", "o'brien@example.org"]) {
+    for (const email of ["o'brien@example.org", "a$b&c|d@example.org"]) {
       const answer = await postWebhook(j.url, event("user.reset", email));
       assert.equal(answer.status, 200, answer.body);
     }
     await waitFor("the purges", () => readLines(join(dir, "calls")).length === 2);
     assert.deepEqual(readLines(join(dir, "calls")).sort(), [
-      "dave%@example.org|example.org|dave%",
+      "a$b&c|d@example.org|example.org|a$b&c|d",
       "o'brien@example.org|example.org|o'brien",
     ]);
   });

@@ -238,6 +238,11 @@ export async function postWebhook(
   return { status: response.status, body: await response.text(), headers: response.headers };
 }
 
+/** A webhook timestamp `offsetMs` from `from` (now), as the service writes it: 2025-09-10T11:36:14+00:00. */
+export function atom(offsetMs = 0, from = Date.now()): string {
+  return new Date(from + offsetMs).toISOString().replace(/\.\d{3}Z$/, "+00:00");
+}
+
 export function event(
   type: string,
   email: string,

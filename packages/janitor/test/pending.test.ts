@@ -12,7 +12,7 @@ import {
   parseTimestamp,
   serializePendingFile,
 } from "../src/pending.ts";
-import { eventTime } from "../src/server.ts";
+import { eventTime, staleness } from "../src/server.ts";
 import { cleanup, tempDir } from "./helpers.ts";
 
 const dirs: string[] = [];
@@ -47,13 +47,26 @@ describe("timestamps", () => {
     assert.equal(formatTimestamp(new Date("2025-09-10T11:36:14.999Z")), "2025-09-10T11:36:14Z");
   });
 
-  test("event time: the event's own, else the receipt time", () => {
+  test("freshness: within 5 minutes of the receipt, either way; the event time never ahead of it", () => {
     const received = new Date("2026-01-01T12:00:00Z");
-    assert.equal(eventTime("2025-09-10T11:36:14+00:00", received).toISOString(), "2025-09-10T11:36:14.000Z");
-    assert.equal(eventTime(undefined, received), received);
-    assert.equal(eventTime("not a date", received), received);
-    assert.equal(eventTime(1757504174, received), received);
-    assert.equal(eventTime("2026-01-01T12:00:01Z", received), received);
+    for (const fresh of ["2026-01-01T12:00:00+00:00", "2026-01-01T11:55:00Z", "2026-01-01T13:05:00+01:00"])
+      assert.equal(staleness(fresh, received), null, fresh);
+    for (const [refused, why] of [
+      ["2026-01-01T11:54:59Z", /301 s old/],
+      ["2026-01-01T12:05:01Z", /301 s in the future/],
+      ["2025-09-10T11:36:14+00:00", /old/],
+      [undefined, /missing/],
+      ["not a date", /RFC 3339/],
+      [1767268800, /missing/],
+      ["2026-01-01T12:00:00", /RFC 3339/],
+    ] as const) {
+      assert.match(staleness(refused, received) ?? "fresh", why, String(refused));
+    }
+    assert.equal(
+      eventTime(new Date("2026-01-01T11:58:00Z"), received).toISOString(),
+      "2026-01-01T11:58:00.000Z",
+    );
+    assert.equal(eventTime(new Date("2026-01-01T12:01:00Z"), received), received);
   });
 });
 

@@ -17,6 +17,7 @@ import {
   type UserliDatabase,
   type UserliKind,
   userliServer,
+  userliTime,
 } from "./helpers/userli-database.ts";
 import { fillUserli, publicKeyOf, type UserliFixture } from "./helpers/userli-fixture.ts";
 
@@ -509,6 +510,103 @@ for (const { kind, skip } of sources) {
     });
   });
 }
+
+describe("app:import:userli: addresses a purge tool reads as a wildcard", () => {
+  let source: UserliDatabase;
+  let target: { url: string; remove: () => Promise<void> };
+
+  before(async () => {
+    source = await createUserliDatabase("sqlite");
+    target = await scratchDatabase("mas-import-");
+  });
+  after(async () => {
+    await source?.remove();
+    await target?.remove();
+  });
+
+  test("users and alias sources holding * ? or % are reported as refused rows, never imported", async () => {
+    const times = { creation_time: userliTime(1_700_000_000), updated_time: userliTime(1_700_000_000) };
+    await source.insert("domains", [
+      {
+        id: 1,
+        name: "example.org",
+        invitation_enabled: false,
+        invitation_limit: 0,
+        invitation_waiting_period_days: 7,
+        ...times,
+      },
+    ]);
+    // The SHA-512-crypt vector (test/credentials/vectors.json): a scheme the import takes.
+    const hash =
+      "$6$abcdefgh$dTmIYmW/LpvGK/iiDSK9zlcKIRJ33.7YE9DETLAR1zX9/2./Fv6/8dFZ1tCs/Kfp//7QeoJfyRWP7XdDzP87j1";
+    const user = (id: number, email: string, deleted = false) => ({
+      id,
+      domain_id: 1,
+      email,
+      password: hash,
+      password_version: 1,
+      roles: '["ROLE_USER"]',
+      totp_backup_codes: "[]",
+      deleted,
+      ...times,
+    });
+    await source.insert("users", [
+      user(1, "plain@example.org"),
+      user(2, "star*@example.org"),
+      user(3, "a?b@example.org"),
+      user(4, "dave%@example.org"),
+      user(5, "*@example.org", true),
+    ]);
+    const alias = (id: number, aliasSource: string, destination: string) => ({
+      id,
+      source: aliasSource,
+      destination,
+      domain_id: 1,
+      ...times,
+    });
+    await source.insert("aliases", [
+      alias(1, "any*@example.org", "plain@example.org"),
+      alias(2, "what?@example.org", "plain@example.org"),
+      // a destination may lie outside and reaches no purge command: taken as it is
+      alias(3, "fwd@example.org", "odd%route@elsewhere.test"),
+    ]);
+
+    const run = importUserli(target.url, source.url);
+    assert.equal(run.status, 2, run.stderr);
+    assert.deepEqual(listed(run.stdout, /^Refused rows/), [
+      ["aliases", "1"],
+      ["aliases", "2"],
+      ["users", "2"],
+      ["users", "3"],
+      ["users", "4"],
+      ["users", "5"],
+    ]);
+    for (const reason of [
+      "users id 2: email: star*@example.org holds *, which a purge tool reads as a wildcard",
+      "users id 3: email: a?b@example.org holds ?, which a purge tool reads as a wildcard",
+      "users id 4: email: dave%@example.org holds %, which a purge tool reads as a wildcard",
+      "users id 5: email: *@example.org holds *, which a purge tool reads as a wildcard",
+      "aliases id 1: source: any*@example.org holds *, which a purge tool reads as a wildcard",
+      "aliases id 2: source: what?@example.org holds ?, which a purge tool reads as a wildcard",
+    ])
+      assert.ok(run.stdout.includes(`  ${reason}`), `${reason}\n${run.stdout}`);
+    const users = JSON.parse(runConsole(target.url, ["app:users:list", "--status", "all", "--json"]).stdout);
+    assert.deepEqual(
+      users.map((u: { email: string }) => u.email),
+      ["plain@example.org"],
+    );
+    const handle = await openDatabase(target.url, { poolSize: 1 });
+    try {
+      const aliases = await handle.db.selectFrom("aliases").select(["source", "destinations"]).execute();
+      assert.deepEqual(
+        aliases.map((a) => [a.source, JSON.parse(a.destinations)]),
+        [["fwd@example.org", ["odd%route@elsewhere.test"]]],
+      );
+    } finally {
+      await handle.close();
+    }
+  });
+});
 
 describe("app:import:userli, interrupted and run again", () => {
   let source: UserliDatabase;

@@ -1,6 +1,6 @@
 import type { Insertable, Kysely, Selectable } from "kysely";
 import { activityDay } from "../accounts/activity.ts";
-import { checkAddress, checkDomain } from "../accounts/address-syntax.ts";
+import { checkAddress, checkDomain, wildcardIn } from "../accounts/address-syntax.ts";
 import {
   checkInvitations,
   type DomainInvitations,
@@ -153,6 +153,18 @@ const skippedTables = {
 class Refusal extends Error {}
 const refuse = (reason: string): never => {
   throw new Refusal(reason);
+};
+
+/**
+ * A user's address or an alias's source holding a character a purge tool reads as a wildcard
+ * (address-syntax.ts): older userli versions could create one, but such a mailbox could never be
+ * purged safely by the janitor, so the row is reported instead of imported. Alias destinations may
+ * lie outside and reach no purge command: they are not checked here.
+ */
+const refuseWildcard = (field: string, address: string): void => {
+  const wildcard = wildcardIn(address);
+  if (wildcard !== null)
+    refuse(`${field}: ${address} holds ${wildcard}, which a purge tool reads as a wildcard`);
 };
 
 /** `--strict` met a refused row. */
@@ -463,6 +475,7 @@ export class UserliImporter {
             const address = checkAddress(text(row.email)?.trim(), "known");
             if (!address.ok) return refuse(`email: ${address.reason}`);
             const email = address.address.email;
+            refuseWildcard("email", email);
             const earlier = seen.get(email);
             if (earlier !== undefined) refuse(`same address as users row ${earlier}`);
             if (!importedDomains.has(address.address.domain))
@@ -693,6 +706,7 @@ export class UserliImporter {
         const address = checkAddress(text(row.source)?.trim(), "known");
         if (!address.ok) return refuse(`source: ${address.reason}`);
         const source = address.address.email;
+        refuseWildcard("source", source);
         const earlier = context.seen.get(source);
         if (earlier !== undefined) refuse(`same address as aliases row ${earlier}`);
         if (!context.importedDomains.has(address.address.domain))
