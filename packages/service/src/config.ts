@@ -104,7 +104,7 @@ export const configVariableHelp: Record<
   },
   JOBS_ENABLED: { default: "true", meaning: "run the daily jobs on this instance" },
   WEBHOOK_RETRY_DELAYS: {
-    default: "10,60,360",
+    default: "10,60,180",
     meaning: "seconds between webhook attempts after failures, or none",
   },
   USERLI_COMPAT: {
@@ -167,7 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: read("METRICS_TOKEN") ?? null,
     cryptoPoolSize: parsePositiveInt("CRYPTO_POOL_SIZE", read("CRYPTO_POOL_SIZE"), availableParallelism()),
     jobsEnabled: parseBoolean("JOBS_ENABLED", read("JOBS_ENABLED"), true),
-    webhookRetryDelays: parseDelays("WEBHOOK_RETRY_DELAYS", read("WEBHOOK_RETRY_DELAYS") ?? "10,60,360"),
+    webhookRetryDelays: parseDelays("WEBHOOK_RETRY_DELAYS", read("WEBHOOK_RETRY_DELAYS") ?? "10,60,180"),
     userliCompat: parseBoolean("USERLI_COMPAT", read("USERLI_COMPAT"), false),
     trustProxy: parseTrustProxy(read("TRUST_PROXY")),
     requestTimeout: parseSeconds("REQUEST_TIMEOUT", read("REQUEST_TIMEOUT"), 60),

@@ -177,15 +177,18 @@ export type ApiTag = (typeof apiTags)[number];
 
 /**
  * The sign-in doors' optional header naming the client that tries to sign in (Dovecot's `remote_ip`,
- * Postfix's `client_address`): with it the brute-force policy also counts per client address, and
- * the owner signing in from an address without failures is not held back by an attacker's.
+ * Postfix's `client_address`): the sign-in guard counts failures per client (IPv4 address, IPv6 /64),
+ * and a client that signed in before is not held back by others' failures (docs/security.md).
  */
 export const ClientAddressHeaders = Type.Object({
   "x-client-address": Type.Optional(
     Type.String({
       minLength: 1,
       maxLength: 64,
-      description: "IP address of the client signing in (IMAP, SMTP, webmail or identity provider user)",
+      description:
+        "IP address (IPv4 or IPv6) of the client signing in (IMAP, SMTP, webmail or identity provider user). " +
+        "Anything that is not an IP address is refused with 400 `X-Client-Address: must be an IP address`. " +
+        "Without it, the door counts as a client of its own for each account. See docs/security.md.",
       examples: ["203.0.113.7"],
     }),
   ),
