@@ -21,8 +21,8 @@ describe("legacy password hashes: the time of a wrong password", () => {
     const { domains, users, database } = service.services;
     await domains.create("example.org");
     await users.create({ email: "legacy@example.org", password, mailCrypt: false });
-    const legacy = md5Crypt(password, "$1$aB3.dE/9$");
-    assert.ok(legacy?.startsWith("$1$"));
+    const legacy = md5Crypt(password, "$1$aB3.dE/9$") ?? "";
+    assert.match(legacy, /^\$1\$/);
     await database.db
       .updateTable("users")
       .set({ password: legacy })
