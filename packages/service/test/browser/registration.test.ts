@@ -230,7 +230,8 @@ describe("web: registration with an invite code, and invite codes (real Chromium
     assert.match(await page.locator(".flash").innerText(), /You got 3 new invite codes\./);
     const links = await page.locator("td a").allInnerTexts();
     assert.equal(links.length, 3);
-    for (const link of links) assert.match(link, new RegExp(`^${service.url}/register/[0-9A-Za-z]{6}$`));
+    for (const link of links)
+      assert.match(link, new RegExp(`^${service.url}/register/[2-9A-HJKMNP-Z]{5}(-[2-9A-HJKMNP-Z]{5}){3}$`));
     assert.match(await page.locator("main").innerText(), /received all 3 invite codes/);
     assert.equal(await page.getByRole("button", { name: "Get my invite codes" }).count(), 0);
     assert.deepEqual(await seriousViolations(page), []);
