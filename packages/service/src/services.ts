@@ -144,7 +144,7 @@ export function createServices(
     wkd: new WkdService(db),
     openPgpKeys,
     webhooks: new WebhookService(db),
-    twoFactor: new TwoFactorService(db, users, settings),
+    twoFactor: new TwoFactorService(users, settings),
     userAliases,
     openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
     mail,

@@ -75,11 +75,11 @@ describe("admin area: the actions of each page", () => {
     await service.services.domains.updateInvitations("example.net", { enabled: true, limit: 3 });
     const created = await domainAdmin.post("/admin/invite-codes", {
       owner: "erin@example.net",
-      code: "Abc123",
+      code: "abc23 def45 ghj67 kmn89",
       domain: "example.org",
     });
     assert.equal(created.status, 303);
-    const code = await service.services.inviteCodes.find("Abc123");
+    const code = await service.services.inviteCodes.find("ABC23-DEF45-GHJ67-KMN89");
     assert.equal(
       code?.domain,
       "example.net",
@@ -92,7 +92,7 @@ describe("admin area: the actions of each page", () => {
     });
     assert.equal(foreignOwner.status, 403);
     const list = await domainAdmin.get("/admin/invite-codes");
-    assert.ok(list.text.includes("Abc123"));
+    assert.ok(list.text.includes("ABC23-DEF45-GHJ67-KMN89"));
     // An admin's code for another domain is not in the domain admin's list, nor deletable by it.
     await admin.get("/admin/invite-codes");
     assert.equal(
@@ -100,18 +100,18 @@ describe("admin area: the actions of each page", () => {
         await admin.post("/admin/invite-codes", {
           owner: "frank@example.org",
           domain: "example.org",
-          code: "Zzz999",
+          code: "ZZZ99-ZZZ99-ZZZ99-ZZZ99",
         })
       ).status,
       303,
     );
-    const orgCode = await service.services.inviteCodes.find("Zzz999");
+    const orgCode = await service.services.inviteCodes.find("ZZZ99-ZZZ99-ZZZ99-ZZZ99");
     assert.ok(orgCode);
-    assert.ok(!(await domainAdmin.get("/admin/invite-codes")).text.includes("Zzz999"));
+    assert.ok(!(await domainAdmin.get("/admin/invite-codes")).text.includes("ZZZ99-ZZZ99-ZZZ99-ZZZ99"));
     assert.equal((await domainAdmin.post(`/admin/invite-codes/${orgCode.id}/delete`)).status, 404);
-    assert.ok(await service.services.inviteCodes.find("Zzz999"));
+    assert.ok(await service.services.inviteCodes.find("ZZZ99-ZZZ99-ZZZ99-ZZZ99"));
     assert.equal((await domainAdmin.post(`/admin/invite-codes/${code?.id}/delete`)).status, 303);
-    assert.equal(await service.services.inviteCodes.find("Abc123"), null);
+    assert.equal(await service.services.inviteCodes.find("ABC23-DEF45-GHJ67-KMN89"), null);
     const entries = await service.services.database.db
       .selectFrom("audit_log")
       .select(["target", "detail"])
@@ -121,7 +121,8 @@ describe("admin area: the actions of each page", () => {
     for (const entry of entries) {
       assert.match(entry.target ?? "", /^invite-code:\d+$/);
       assert.ok(
-        !JSON.stringify(entry).includes("Abc123") && !JSON.stringify(entry).includes("Zzz999"),
+        !JSON.stringify(entry).includes("ABC23-DEF45-GHJ67-KMN89") &&
+          !JSON.stringify(entry).includes("ZZZ99-ZZZ99-ZZZ99-ZZZ99"),
         "never the code",
       );
     }

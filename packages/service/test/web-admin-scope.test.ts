@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { userActor } from "../src/accounts/admin-scope.ts";
+import * as openpgp from "openpgp";
+import { notPermitted, userActor } from "../src/accounts/admin-scope.ts";
+import { isRefusal } from "../src/errors.ts";
 import { password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 import { fieldError, WebClient } from "./helpers/web-client.ts";
@@ -330,5 +332,80 @@ describe("admin area: who may do what", () => {
     assert.ok(
       entries.items.some((entry) => entry.action === "domain.update" && entry.clientAddress === "127.0.0.1"),
     );
+  });
+  test("a domain admin neither replaces nor removes the OpenPGP key of an admin's address or of an alias an admin owns, nor deletes that alias; its own users' keys it may", async () => {
+    const { admin, aliases, openPgpKeys, users } = service.services;
+    const key = async (email: string) =>
+      (
+        await openpgp.generateKey({
+          type: "ecc",
+          curve: "curve25519Legacy",
+          userIDs: [{ email }],
+          format: "armored",
+        })
+      ).publicKey;
+    const token = await service.token("admin");
+    await aliases.create({ source: "boss-alias@example.org", owner: "boss@example.org" });
+    // The admin API (an admin token reaches everything) publishes both keys.
+    for (const email of ["boss@example.org", "boss-alias@example.org"]) {
+      const put = await service.request("PUT", `/api/admin/openpgp-keys/${email}`, {
+        token,
+        json: { key: await key(email) },
+      });
+      assert.equal(put.status, 200, email);
+    }
+    const da = userActor(await users.get("da@example.org"), null);
+    assert.ok(da);
+    for (const email of ["boss@example.org", "boss-alias@example.org"]) {
+      const before = (await openPgpKeys.get(email)).fingerprint;
+      await domainAdmin.get("/admin/openpgp-keys");
+      const replaced = await domainAdmin.post("/admin/openpgp-keys", { email, keyText: await key(email) });
+      assert.equal(replaced.status, 403, `replace ${email}`);
+      await domainAdmin.get("/admin/openpgp-keys");
+      const removed = await domainAdmin.post(`/admin/openpgp-keys/${encodeURIComponent(email)}/delete`);
+      assert.equal(removed.status, 403, `remove ${email}`);
+      assert.equal((await openPgpKeys.get(email)).fingerprint, before, `${email} keeps its key`);
+      // The service itself refuses, whatever surface calls it.
+      await assert.rejects(admin.openPgpKeys.delete(da, email), (error) => isRefusal(error, notPermitted));
+      await assert.rejects(admin.openPgpKeys.import(da, email, await key(email)), (error) =>
+        isRefusal(error, notPermitted),
+      );
+    }
+    await domainAdmin.get("/admin/aliases");
+    const aliasGone = await domainAdmin.post("/admin/aliases/boss-alias%40example.org/delete");
+    assert.equal(aliasGone.status, 403);
+    assert.equal((await aliases.get("boss-alias@example.org")).deleted, false);
+    await assert.rejects(admin.aliases.delete(da, "boss-alias@example.org"), (error) =>
+      isRefusal(error, notPermitted),
+    );
+    // A user of its own domain is in reach: upload and removal work.
+    await domainAdmin.get("/admin/openpgp-keys");
+    const own = await domainAdmin.post("/admin/openpgp-keys", {
+      email: "bob@example.org",
+      keyText: await key("bob@example.org"),
+    });
+    assert.equal(own.status, 303, own.text);
+    await domainAdmin.get("/admin/openpgp-keys");
+    assert.equal((await domainAdmin.post("/admin/openpgp-keys/bob%40example.org/delete")).status, 303);
+    await assert.rejects(openPgpKeys.get("bob@example.org"));
+  });
+
+  test("enabling TOTP through the admin API ends the user's password-only web sessions", async () => {
+    await service.services.users.create({ email: "totp@example.org", password });
+    const user = new WebClient(service.url);
+    await user.signIn("totp@example.org");
+    assert.equal((await user.get("/account")).status, 200);
+    const other = new WebClient(service.url);
+    await other.signIn("plain@example.org");
+    const token = await service.token("admin");
+    const enabled = await service.request("PUT", "/api/admin/users/totp@example.org/totp", {
+      token,
+      json: {},
+    });
+    assert.equal(enabled.status, 200);
+    const after = await user.get("/account");
+    assert.equal(after.status, 303);
+    assert.equal(after.location, "/login");
+    assert.equal((await other.get("/account")).status, 200, "another user's session stays");
   });
 });

@@ -3,9 +3,12 @@ import { after, before, describe, test } from "node:test";
 import {
   caseVariants,
   generateInviteCode,
-  type InviteCode,
   inviteCodeAllowance,
+  inviteCodeAlphabet,
+  inviteCodeBits,
   inviteCodePattern,
+  inviteCodeUnusable,
+  normalizeInviteCode,
 } from "../src/accounts/invite-codes.ts";
 import { registrationRefused } from "../src/accounts/registration.ts";
 import { isRefusal, ServiceError } from "../src/errors.ts";
@@ -106,6 +109,33 @@ describe("invite codes and registration", () => {
     service.services.registration.register({ code, localPart, password: pass });
   const newCode = (owner = "alice@example.org", domain = "example.org", code?: string) =>
     codes().create({ domain, owner, ...(code ? { code } : {}) });
+  /** A userli code as the importer writes it: six of [0-9a-zA-Z], as they were. */
+  const legacyCode = async (code: string, owner = "alice@example.org", domain = "example.org") => {
+    const { db } = service.services.database;
+    const [user, dom] = await Promise.all([users().get(owner), service.services.domains.get(domain)]);
+    await db
+      .insertInto("invite_codes")
+      .values({
+        code,
+        domain_id: dom.id,
+        user_id: user.id,
+        redeemed_at: null,
+        redeemed_by_id: null,
+        created_at: now(),
+      })
+      .execute();
+    return (await codes().find(code))!;
+  };
+  /** Whether the one check takes the code, or its one refusal. */
+  const checked = async (code: string) => {
+    try {
+      await codes().check(code);
+      return "ok";
+    } catch (error) {
+      if (isRefusal(error, inviteCodeUnusable)) return "unusable";
+      throw error;
+    }
+  };
   const userCount = async (email: string) =>
     (await service.services.database.db.selectFrom("users").select("id").where("email", "=", email).execute())
       .length;
@@ -128,19 +158,32 @@ describe("invite codes and registration", () => {
   });
   after(() => service?.close());
 
-  test("codes are six characters of [0-9a-zA-Z], drawn at random, unique whatever their case", async () => {
+  test("new codes: 20 symbols of an alphabet without look-alikes (at least 80 bits) in dashed groups of five, drawn at random, unique", async () => {
+    assert.equal(inviteCodeAlphabet.length, 31);
+    for (const lookAlike of "01ILO") assert.ok(!inviteCodeAlphabet.includes(lookAlike), lookAlike);
+    assert.ok(inviteCodeBits >= 80, `${inviteCodeBits} bits`);
     const drawn = new Set(Array.from({ length: 500 }, generateInviteCode));
-    assert.ok([...drawn].every((code) => inviteCodePattern.test(code)));
-    assert.ok(drawn.size > 495, "no visible repetition");
+    assert.equal(drawn.size, 500, "no repetition");
+    for (const code of drawn) {
+      assert.match(code, /^[2-9A-HJKMNP-Z]{5}(-[2-9A-HJKMNP-Z]{5}){3}$/);
+      assert.ok(inviteCodePattern.test(code));
+    }
+    // Every symbol turns up, at every position: drawn from the whole alphabet.
+    const symbols = [...drawn].join("").replaceAll("-", "");
+    assert.equal(new Set(symbols).size, 31);
     assert.equal(caseVariants("123456").length, 1);
     assert.deepEqual(caseVariants("a1B").sort(), ["A1B", "A1b", "a1B", "a1b"]);
     assert.equal(caseVariants("abcdef").length, 64);
 
-    const given = await newCode("alice@example.org", "example.org", "AbCdEf");
-    assert.equal(given.code, "AbCdEf");
+    const given = await newCode("alice@example.org", "example.org", "abcde fghjk-mnpqr stuvw");
+    assert.equal(given.code, "ABCDE-FGHJK-MNPQR-STUVW", "a given code is stored in its written form");
     assert.equal(given.owner, "alice@example.org");
-    assert.equal(await serviceError(newCode("alice@example.org", "example.org", "aBcDeF")), "conflict");
-    assert.equal(await serviceError(newCode("alice@example.org", "example.org", "abc")), "invalid");
+    assert.equal(
+      await serviceError(newCode("alice@example.org", "example.org", "ABCDEFGHJKMNPQRSTUVW")),
+      "conflict",
+    );
+    for (const bad of ["abc", "AbCdEf", "ABCDE-FGHJK-MNPQR-STUV0", "ABCDE-FGHJK-MNPQR-STUVWX"])
+      assert.equal(await serviceError(newCode("alice@example.org", "example.org", bad)), "invalid", bad);
     assert.equal(await serviceError(newCode("nobody@example.org")), "invalid");
     assert.equal(await serviceError(newCode("alice@example.org", "nowhere.org")), "invalid");
     assert.equal(
@@ -150,13 +193,36 @@ describe("invite codes and registration", () => {
       "invalid",
       "a domain admin creates codes for its own domain only",
     );
-    // Looked up in any spelling, as people type it.
-    assert.equal((await codes().find("ABCDEF"))?.id, given.id);
-    assert.equal((await codes().validate("abcdef")).ok, true);
-    assert.equal(await codes().find("abcde!"), null);
   });
 
-  test("a code is invalid when redeemed, when its owner is suspicious by the hierarchy (spam too) or gone, and 'closed' when its domain does not invite", async () => {
+  test("a code is found however it is typed: case folded, dashes and spaces ignored; userli's six-character codes in any case", async () => {
+    const code = await newCode();
+    const bare = code.code.replaceAll("-", "");
+    for (const typed of [
+      code.code,
+      code.code.toLowerCase(),
+      bare,
+      bare.toLowerCase(),
+      ` ${bare.slice(0, 4)} ${bare.slice(4, 12)}-${bare.slice(12)} `,
+      code.code.replaceAll("-", " - "),
+    ]) {
+      assert.equal((await codes().find(typed))?.id, code.id, typed);
+      assert.equal(await checked(typed), "ok", typed);
+    }
+    assert.deepEqual(normalizeInviteCode(` ${bare.toLowerCase()} `), { code: code.code, legacy: false });
+    assert.equal(normalizeInviteCode(`${bare}2`), null);
+    assert.equal(normalizeInviteCode(bare.replace(/.$/, "O")), null, "a look-alike is no symbol");
+    const legacy = await legacyCode("AbCdEf");
+    for (const typed of ["AbCdEf", "ABCDEF", "abcdef", "abc-def", " ab cd ef "])
+      assert.equal((await codes().find(typed))?.id, legacy.id, typed);
+    assert.equal(await checked("abcdef"), "ok");
+    assert.equal(await codes().find("abcde!"), null);
+    // A userli code still registers an account.
+    assert.equal((await register("aBcDeF", "olduser")).user.email, "olduser@example.org");
+    assert.equal(await checked("AbCdEf"), "unusable", "and is used up");
+  });
+
+  test("a code cannot be used when its owner is suspicious by the hierarchy (spam too) or gone, or its domain does not invite: one refusal for all", async () => {
     await users().create({ email: "spam@example.org", password, roles: ["ROLE_SPAM"], mailCrypt: false });
     await users().create({
       email: "sus@example.org",
@@ -170,18 +236,10 @@ describe("invite codes and registration", () => {
     const gone = await newCode("gone@example.org");
     await service.services.lifecycle.delete("gone@example.org");
     const closed = await newCode("bob@closed.org", "closed.org");
-    const problem = async (code: InviteCode) => {
-      const check = await codes().validate(code.code);
-      return check.ok ? "ok" : check.problem;
-    };
     // The reference checks the raw role list, so a spam-only owner's codes stayed valid (its bug 12).
-    assert.equal(await problem(spam), "invalid_owner");
-    assert.equal(await problem(suspicious), "invalid_owner");
-    assert.equal(await problem(gone), "invalid_owner");
-    assert.equal(await problem(closed), "invitations_disabled");
-    assert.deepEqual(await refusal(register(closed.code, "someone")), ["code:invitations_disabled"]);
-    assert.deepEqual(await refusal(register(spam.code, "someone")), ["code:invalid_owner"]);
-    assert.deepEqual(await refusal(register("zzzzzz", "someone")), ["code:unknown"]);
+    for (const code of [spam, suspicious, gone, closed]) assert.equal(await checked(code.code), "unusable");
+    for (const code of [closed.code, spam.code, "zzzzzz", "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", "not a code"])
+      await assert.rejects(register(code, "someone"), (error) => isRefusal(error, inviteCodeUnusable), code);
     assert.equal(await userCount("someone@example.org"), 0);
     assert.equal(await userCount("someone@closed.org"), 0);
   });
@@ -256,7 +314,7 @@ describe("invite codes and registration", () => {
     assert.match(mail[0]?.body ?? "", /https:\/\/users\.example\.org\/account\/voucher/);
     assert.ok(!mail[0]?.body.includes(recoveryToken!), "no token in an e-mail");
 
-    assert.deepEqual(await refusal(register(code.code, "second")), ["code:redeemed"]);
+    await assert.rejects(register(code.code, "second"), (error) => isRefusal(error, inviteCodeUnusable));
     assert.equal(await userCount("second@example.org"), 0);
     // A refused registration leaves no e-mail behind either.
     assert.equal(
@@ -278,7 +336,7 @@ describe("invite codes and registration", () => {
     );
     assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
     for (const r of results)
-      if (r.status === "rejected") assert.ok(isRefusal(r.reason, registrationRefused), String(r.reason));
+      if (r.status === "rejected") assert.ok(isRefusal(r.reason, inviteCodeUnusable), String(r.reason));
     const made = await Promise.all(["race1", "race2", "race3"].map((l) => userCount(`${l}@example.org`)));
     assert.equal(
       made.reduce((a, b) => a + b, 0),
@@ -303,7 +361,7 @@ describe("invite codes and registration", () => {
     );
     const statuses = answers.map((a) => a.status).sort();
     assert.deepEqual(statuses, [200, 303], answers.map((a) => `${a.status} ${a.location}`).join(", "));
-    assert.equal(answers.find((a) => a.status === 303)?.location, "/?notice=inviteUsed");
+    assert.equal(answers.find((a) => a.status === 303)?.location, "/?notice=inviteInvalid");
     assert.equal((await userCount("pagerace1@example.org")) + (await userCount("pagerace2@example.org")), 1);
   });
 
@@ -375,7 +433,7 @@ describe("invite codes and registration", () => {
     assert.equal((await allowance()).reason, "suspicious");
     assert.equal((await client.get("/account/voucher")).status, 403);
     assert.equal((await client.post("/account/voucher/hand-out")).status, 403);
-    assert.equal((await codes().validate(mine[1]!.code)).ok, false, "a spam user's codes stop working");
+    assert.equal(await checked(mine[1]!.code), "unusable", "a spam user's codes stop working");
     await users().update("eve@example.org", { roles: [] });
     await service.services.domains.updateInvitations("example.org", { enabled: false });
     assert.equal((await allowance()).reason, "disabled");
@@ -504,7 +562,7 @@ describe("invite codes and registration", () => {
     const { domains } = service.services;
     const closedId = (await domains.get("closed.org")).id;
     const exampleId = (await domains.get("example.org")).id;
-    await newCode("bob@closed.org", "closed.org", "ClOsEd");
+    await legacyCode("ClOsEd", "bob@closed.org", "closed.org");
     const all = await codes().list({ search: "", limit: 500, offset: 0 });
     assert.ok(all.total >= 10);
     const redeemed = await codes().list({ search: "", limit: 500, offset: 0 }, { status: "redeemed" });
@@ -531,40 +589,59 @@ describe("invite codes and registration", () => {
     assert.equal(start.status, 200);
     assert.match(start.text, /<label for="field-inviteCode">Invite code<\/label>/);
     const code = await newCode();
-    const lower = await client.post("/", { inviteCode: ` ${code.code.toLowerCase()} ` });
+    const lower = await client.post("/", { inviteCode: ` ${code.code.toLowerCase().replaceAll("-", " ")} ` });
     assert.equal(lower.status, 303);
     assert.equal(lower.location, `/register/${code.code}`);
-    const unknown = await client.post("/", { inviteCode: "nope42" });
-    assert.equal(unknown.status, 422);
-    assert.match(unknown.text, /The invite code is invalid\./);
     assert.equal((await client.post("/", { inviteCode: "" })).status, 400);
-    const used = (await codes().list({ search: "", limit: 1, offset: 0 }, { status: "redeemed" })).items[0]!;
-    const usedAnswer = await client.post("/", { inviteCode: used.code });
-    assert.equal(usedAnswer.status, 409);
-    assert.match(usedAnswer.text, /already been used/);
-
-    assert.equal((await client.get("/register")).location, "/");
-    assert.equal((await client.get("/register/abc")).status, 404);
-    assert.equal((await client.get("/register/abcdefg")).status, 404);
-    assert.equal((await client.get("/register/zzzzzz")).location, "/?notice=inviteInvalid");
-    assert.equal((await client.get(`/register/${used.code}`)).location, "/?notice=inviteUsed");
-    assert.match((await client.get("/?notice=inviteInvalid")).text, /The invite code is invalid\./);
     const form = await client.get(`/register/${code.code}`);
     assert.equal(form.status, 200);
     assert.match(form.text, />@example\.org<\/span>/);
+    assert.equal((await client.get(`/register/${code.code.toLowerCase().replaceAll("-", "")}`)).status, 200);
+    assert.equal((await client.get("/register")).location, "/");
 
+    // One answer for every code that cannot be used: unknown (of either form, or no code at all),
+    // used, its owner gone, its domain not inviting. Same status, same page but for the CSRF token.
+    const used = (await codes().list({ search: "", limit: 1, offset: 0 }, { status: "redeemed" })).items[0]!;
+    await users().create({ email: "leaving@example.org", password, mailCrypt: false });
+    const ownerGone = await newCode("leaving@example.org");
+    await service.services.lifecycle.delete("leaving@example.org");
     await service.services.domains.updateInvitations("closed.org", { enabled: false });
     const closedCode = await newCode("bob@closed.org", "closed.org");
-    const closed = await client.get(`/register/${closedCode.code}`);
-    assert.equal(closed.status, 403);
-    assert.match(closed.text, /Registration for closed\.org is closed/);
+    const refused = ["nope42", "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", used.code, ownerGone.code, closedCode.code, "abc"];
+    const withoutToken = (text: string) => text.replace(/name="_csrf" value="[^"]+"/g, "");
+    const typed = await Promise.all(refused.map(async (inviteCode) => client.post("/", { inviteCode })));
+    for (const [i, answer] of typed.entries()) {
+      assert.equal(answer.status, 422, refused[i]);
+      assert.equal(withoutToken(answer.text), withoutToken(typed[0]!.text), refused[i]);
+      assert.match(
+        answer.text,
+        /This invite code cannot be used: it is unknown, already used or no longer valid\./,
+      );
+      assert.ok(!answer.text.includes(refused[i]!), "the code is not echoed");
+    }
+    for (const method of ["get", "post"] as const) {
+      const followed = await Promise.all(
+        refused.map((c) => client[method](`/register/${encodeURIComponent(c)}`)),
+      );
+      for (const [i, answer] of followed.entries()) {
+        assert.equal(answer.status, 303, `${method} ${refused[i]}`);
+        assert.equal(answer.location, "/?notice=inviteInvalid", `${method} ${refused[i]}`);
+        assert.equal(answer.text, followed[0]!.text);
+      }
+    }
+    const notice = await client.get("/?notice=inviteInvalid");
+    assert.match(
+      notice.text,
+      /This invite code cannot be used: it is unknown, already used or no longer valid\./,
+    );
     const closedPost = await client.post(`/register/${closedCode.code}`, {
       localPart: "sneaky",
       password,
       passwordRepeat: password,
     });
-    assert.equal(closedPost.status, 403);
+    assert.equal(closedPost.location, "/?notice=inviteInvalid");
     assert.equal(await userCount("sneaky@closed.org"), 0);
+    await client.get(`/register/${code.code}`);
 
     // Re-checked on POST: refused fields come back next to the field, nothing written.
     const mismatch = await client.post(`/register/${code.code}`, {

@@ -80,13 +80,21 @@ export const globalAreas = [
 ] as const;
 export type GlobalArea = (typeof globalAreas)[number];
 
+/** The user an address belongs to (the user of that address, or an alias's owner): its domain and stored roles. */
+export interface AddressHolder {
+  domainId: number;
+  roles: readonly Role[];
+}
+
 /** What an actor wants to see or change. */
 export type Subject =
   /** A user: its domain and its stored roles (a domain admin never reaches a holder of ROLE_ADMIN). */
   | { kind: "user"; domainId: number; roles: readonly Role[] }
-  | { kind: "alias"; domainId: number }
+  /** An alias; to change or delete one, its owner too (null: no owner), who must be in reach. */
+  | { kind: "alias"; domainId: number; owner?: AddressHolder | null }
   | { kind: "invite-code"; domainId: number }
-  | { kind: "openpgp-key"; domainId: number }
+  /** The key of an address; to publish or remove one, the address's holder too, who must be in reach. */
+  | { kind: "openpgp-key"; domainId: number; holder?: AddressHolder | null }
   /** One domain's page and its invitation settings (creating and deleting domains is the area `domains`). */
   | { kind: "domain"; domainId: number }
   | { kind: "area"; area: GlobalArea };
@@ -100,6 +108,16 @@ export function may(actor: Actor, subject: Subject): boolean {
     case "user":
       // The raw stored role, as the reference checks it: an admin account is out of reach.
       return subject.domainId === actor.domainId && !subject.roles.includes("ROLE_ADMIN");
+    case "alias":
+    case "openpgp-key": {
+      // What belongs to a user the actor may not manage (an admin's key or alias in the actor's
+      // domain) is out of reach with that user.
+      const holder = subject.kind === "alias" ? subject.owner : subject.holder;
+      return (
+        subject.domainId === actor.domainId &&
+        (holder == null || may(actor, { kind: "user", domainId: holder.domainId, roles: holder.roles }))
+      );
+    }
     default:
       return subject.domainId === actor.domainId;
   }

@@ -10,18 +10,34 @@ import { effectiveRoles, parseStoredRoles, type Role } from "./roles.ts";
 import { nowSeconds, userNotFound } from "./users.ts";
 
 /**
- * Invite codes (the reference's vouchers, sections 1.4, 5.5 and 5.6): six characters of
- * [0-9a-zA-Z], each registers one account in its domain. Differences from the reference (its
- * section 13): codes are unique whatever their case (the reference's database collation made codes
- * differing only in case collide, and its generator never retried); the automatic codes are handed
- * out by an explicit POST, never as a side effect of viewing a page (bug 19); "suspicious" follows
- * the role hierarchy, so the codes of a spam-flagged user stop working too (bug 12); a code whose
- * owner is gone is invalid rather than a crash (bug 13).
+ * Invite codes (the reference's vouchers, sections 1.4, 5.5 and 5.6): each registers one account
+ * in its domain. A code is a secret anyone may guess at, so new codes are 20 characters of an
+ * alphabet without look-alikes (2-9 and A-Z but I, L, O: 31 symbols, about 99 bits), written in
+ * groups of five joined by dashes; typed in any case, with or without dashes and spaces, they are
+ * the same code. userli's codes (six of [0-9a-zA-Z], found in any case) keep working as imported.
+ * Differences from the reference (its section 13): codes are unique whatever their case (the
+ * reference's database collation made codes differing only in case collide, and its generator
+ * never retried); the automatic codes are handed out by an explicit POST, never as a side effect
+ * of viewing a page (bug 19); "suspicious" follows the role hierarchy, so the codes of a
+ * spam-flagged user stop working too (bug 12); a code whose owner is gone is invalid rather than a
+ * crash (bug 13). Whether a code can be used is asked in one place, `InviteCodeService.check`, and
+ * every "no" is the same answer, so no answer tells an unknown code from a used or void one.
  */
-export const inviteCodeLength = 6;
-export const inviteCodePattern = /^[0-9A-Za-z]{6}$/;
-const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-/** Attempts at a free code: with 62^6 codes a second attempt is already a curiosity. */
+/** The symbols of new codes: digits and capitals without the look-alikes 0/O, 1/I/L. */
+export const inviteCodeAlphabet = "23456789ABCDEFGHJKMNPQRSTUVWXYZ";
+const groupLength = 5;
+const groups = 4;
+/** The symbols of a new code, without its dashes. */
+export const inviteCodeSymbols = groupLength * groups;
+/** The bits of chance in a new code (log2 31 per symbol): at least 80. */
+export const inviteCodeBits = inviteCodeSymbols * Math.log2(inviteCodeAlphabet.length);
+/** A new code as stored and shown: `XXXXX-XXXXX-XXXXX-XXXXX`. */
+export const inviteCodePattern = new RegExp(
+  `^[${inviteCodeAlphabet}]{${groupLength}}(?:-[${inviteCodeAlphabet}]{${groupLength}}){${groups - 1}}$`,
+);
+/** userli's codes, imported as they are: six of [0-9a-zA-Z], found in any case. */
+export const legacyInviteCodePattern = /^[0-9A-Za-z]{6}$/;
+/** Attempts at a free code: with 31^20 codes a second attempt is already a curiosity. */
 const generateAttempts = 10;
 /** Codes one "Get my invite codes" may hand out at most, whatever the domain's limit says. */
 const maxHandOut = 100;
@@ -40,11 +56,20 @@ export interface InviteCode {
   createdAt: number;
 }
 
-/** Why a code cannot be used; the pages say "invalid" for all but `redeemed` and `invitations_disabled`. */
 export const inviteCodeNotFound = refusal(
   "invite_code.not_found",
   "not_found",
   () => "invite code not found",
+);
+/**
+ * The one answer for a code that cannot register an account now, whatever the reason (unknown,
+ * mistyped, already used, its owner gone or suspicious, its domain not inviting): a guesser learns
+ * nothing from it.
+ */
+export const inviteCodeUnusable = refusal(
+  "invite_code.unusable",
+  "invalid",
+  () => "code: this invite code cannot be used",
 );
 export const inviteCodesOnlyMultipliers = refusal(
   "invite_code.only_multipliers",
@@ -59,7 +84,7 @@ export const invitationsOff = refusal(
 export const inviteCodeMalformed = refusal(
   "invite_code.malformed",
   "invalid",
-  () => "code: must be exactly 6 letters and digits (a-z, A-Z, 0-9)",
+  () => "code: 20 of 2-9 and A-Z without I, L and O, in groups of five (dashes and spaces are ignored)",
 );
 export const inviteDomainNotManaged = refusal(
   "invite_code.domain_not_managed",
@@ -82,18 +107,43 @@ export const inviteCodeUsed = refusal<{ code: string }>(
   ({ code }) => `code: ${code} is already used`,
 );
 
-export type InviteCodeProblem = "unknown" | "redeemed" | "invalid_owner" | "invitations_disabled";
-
-export type InviteCodeCheck =
-  | { ok: true; code: InviteCode; invitations: DomainInvitations }
-  | { ok: false; problem: InviteCodeProblem; code: InviteCode | null };
-
-/** A fresh code from the operating system's random source. */
-export function generateInviteCode(): string {
-  let code = "";
-  for (let i = 0; i < inviteCodeLength; i++) code += alphabet[randomInt(alphabet.length)];
-  return code;
+/** A code that can register an account now, and its domain's invitation settings. */
+export interface UsableInviteCode {
+  code: InviteCode;
+  invitations: DomainInvitations;
 }
+
+/** A fresh code from the operating system's random source, in its written form. */
+export function generateInviteCode(): string {
+  const symbols = Array.from(
+    { length: inviteCodeSymbols },
+    () => inviteCodeAlphabet[randomInt(inviteCodeAlphabet.length)],
+  );
+  const parts: string[] = [];
+  for (let i = 0; i < groups; i++) parts.push(symbols.slice(i * groupLength, (i + 1) * groupLength).join(""));
+  return parts.join("-");
+}
+
+/**
+ * A code as typed, in the form it is stored: a new code in capitals with its dashes (typed in any
+ * case, dashes and spaces anywhere), a userli code as typed (it is found in any case); null for
+ * anything that is neither.
+ */
+export function normalizeInviteCode(raw: unknown): { code: string; legacy: boolean } | null {
+  if (typeof raw !== "string" || raw.length > 100) return null;
+  const bare = raw.replace(/[\s-]+/g, "");
+  if (legacyInviteCodePattern.test(bare)) return { code: bare, legacy: true };
+  const upper = bare.toUpperCase();
+  if (upper.length !== inviteCodeSymbols || [...upper].some((c) => !inviteCodeAlphabet.includes(c)))
+    return null;
+  const parts: string[] = [];
+  for (let i = 0; i < groups; i++) parts.push(upper.slice(i * groupLength, (i + 1) * groupLength));
+  return { code: parts.join("-"), legacy: false };
+}
+
+/** Every stored spelling a normalised code may have: a userli code's case variants, a new code itself. */
+const spellings = (code: { code: string; legacy: boolean }): string[] =>
+  code.legacy ? caseVariants(code.code) : [code.code];
 
 /**
  * Every spelling of a code that differs only in case (2^letters, at most 64 for six characters).
@@ -193,36 +243,34 @@ export class InviteCodeService {
   }
 
   /** The code of any spelling, or null. */
-  async find(rawCode: string, db: Db = this.#db): Promise<InviteCode | null> {
-    if (typeof rawCode !== "string" || !inviteCodePattern.test(rawCode)) return null;
+  async find(rawCode: unknown, db: Db = this.#db): Promise<InviteCode | null> {
+    const normalized = normalizeInviteCode(rawCode);
+    if (!normalized) return null;
     const row = await selectCodes(db)
-      .where("invite_codes.code", "in", caseVariants(rawCode))
+      .where("invite_codes.code", "in", spellings(normalized))
       .executeTakeFirst();
     return row ? toInviteCode(row) : null;
   }
 
   /**
-   * Whether a code can register an account now: it exists, is not redeemed, its owner is an
-   * active user who is not suspicious (by the hierarchy), and its domain takes invitations.
+   * The one check of an invite code, at every place one is typed or followed: the code exists, is
+   * not redeemed, its owner is an active user who is not suspicious (by the hierarchy), and its
+   * domain takes invitations. Every other case throws the same `invite_code.unusable`, so the
+   * answer never tells which (a guesser learns nothing from it).
    */
-  async validate(rawCode: string, db: Db = this.#db): Promise<InviteCodeCheck> {
+  async check(rawCode: unknown, db: Db = this.#db): Promise<UsableInviteCode> {
     const code = await this.find(rawCode, db);
-    if (!code) return { ok: false, problem: "unknown", code: null };
-    if (code.redeemedAt !== null) return { ok: false, problem: "redeemed", code };
-    const owner =
-      code.ownerId === null
-        ? undefined
-        : await db
-            .selectFrom("users")
-            .select(["roles"])
-            .where("id", "=", code.ownerId)
-            .where(isActiveUser)
-            .executeTakeFirst();
-    if (!owner || isSuspicious(parseStoredRoles(owner.roles)))
-      return { ok: false, problem: "invalid_owner", code };
+    if (!code || code.redeemedAt !== null || code.ownerId === null) throw inviteCodeUnusable();
+    const owner = await db
+      .selectFrom("users")
+      .select(["roles"])
+      .where("id", "=", code.ownerId)
+      .where(isActiveUser)
+      .executeTakeFirst();
+    if (!owner || isSuspicious(parseStoredRoles(owner.roles))) throw inviteCodeUnusable();
     const invitations = await domainInvitations(db, code.domainId);
-    if (!invitations.enabled) return { ok: false, problem: "invitations_disabled", code };
-    return { ok: true, code, invitations };
+    if (!invitations.enabled) throw inviteCodeUnusable();
+    return { code, invitations };
   }
 
   /**
@@ -334,7 +382,7 @@ export class InviteCodeService {
 
   /**
    * The admin area's create: a code for a domain, owned by an active user; the code is generated
-   * unless one is given (then exactly six of [0-9a-zA-Z], free whatever its case).
+   * unless one is given (then in the form of a new code, free).
    * `scope.domainId` limits a domain admin to its own domain.
    */
   async create(
@@ -343,9 +391,12 @@ export class InviteCodeService {
     trx?: Transaction<Database>,
   ): Promise<InviteCode> {
     if (!trx) return this.#db.transaction().execute((t) => this.create(input, scope, t));
-    const given = input.code === undefined || input.code === null ? null : input.code;
-    if (given !== null && (typeof given !== "string" || !inviteCodePattern.test(given)))
+    // A code given by an admin is a new code like any other: userli's short form is for imports only.
+    const normalized =
+      input.code === undefined || input.code === null ? null : normalizeInviteCode(input.code);
+    if (normalized?.legacy || (normalized === null && input.code !== undefined && input.code !== null))
       throw inviteCodeMalformed();
+    const given = normalized?.code ?? null;
     const domain = typeof input.domain === "string" ? await managedDomain(trx, input.domain) : null;
     if (!domain) throw inviteDomainNotManaged();
     if (scope.domainId !== undefined && domain.id !== scope.domainId) throw inviteDomainNotOwn();
@@ -416,14 +467,14 @@ export class InviteCodeService {
       const taken = await trx
         .selectFrom("invite_codes")
         .select("id")
-        .where("code", "in", caseVariants(code))
+        .where("code", "in", spellings({ code, legacy: legacyInviteCodePattern.test(code) }))
         .executeTakeFirst();
       if (taken) {
         if (input.code) throw inviteCodeUsed({ code });
         continue;
       }
       // A savepoint would let a unique violation be retried inside the transaction on PostgreSQL;
-      // the check above makes that case (the same six characters drawn twice at the same moment)
+      // the check above makes that case (the same code drawn twice at the same moment)
       // rare enough to answer with the database's error instead.
       await trx
         .insertInto("invite_codes")

@@ -3,7 +3,7 @@ import type { Database } from "../db/schema.ts";
 import { refusal, ServiceError } from "../errors.ts";
 import type { Locale } from "../i18n/catalogue.ts";
 import { checkAddress } from "./address-syntax.ts";
-import type { InviteCodeProblem, InviteCodeService } from "./invite-codes.ts";
+import { type InviteCodeService, inviteCodeUnusable } from "./invite-codes.ts";
 import { checkPasswordShape, passwordLeaked } from "./password-policy.ts";
 import type { ReservedNameService } from "./reserved-names.ts";
 import { addressTaken, type User, type UserService } from "./users.ts";
@@ -15,9 +15,11 @@ const localPartCharacters = /^[a-z0-9._-]+$/;
 
 export type LocalPartProblem = "too_short" | "too_long" | "characters" | "syntax" | "taken";
 
-/** One reason a registration is refused, by the form field it belongs to. */
+/**
+ * One reason a registration is refused, by the form field it belongs to. A code that cannot be
+ * used is no problem of a field: the registration throws InviteCodeService's one answer for it.
+ */
 export type RegistrationProblem =
-  | { field: "code"; reason: InviteCodeProblem }
   | { field: "localPart"; reason: LocalPartProblem }
   /** The password policy's refusal (accounts/password-policy.ts). */
   | { field: "password"; reason: ServiceError };
@@ -101,12 +103,12 @@ export class RegistrationService {
   }
 
   /**
-   * Registers an account, or throws `registration.refused` with every problem found (nothing
-   * written). Everything is checked again here, whatever the page checked before.
+   * Registers an account, or throws `invite_code.unusable` for a code that cannot be used, or
+   * `registration.refused` with every problem of the other fields (nothing written either way).
+   * Everything is checked again here, whatever the page checked before.
    */
   async register(input: RegistrationInput): Promise<Registration> {
-    const check = await this.#inviteCodes.validate(typeof input.code === "string" ? input.code : "");
-    if (!check.ok) throw refused({ field: "code", reason: check.problem });
+    const check = await this.#inviteCodes.check(input.code);
     const domain = check.code.domain;
     const localPart = typeof input.localPart === "string" ? input.localPart.trim().toLowerCase() : "";
     const password = typeof input.password === "string" ? input.password : "";
@@ -134,15 +136,15 @@ export class RegistrationService {
             // Checked again in the transaction: a name reserved meanwhile is refused too.
             if (await this.#reservedNames.isReserved(localPart, trx))
               throw refused({ field: "localPart", reason: "taken" });
-            if (!(await this.#inviteCodes.redeem(trx, check.code.id, user.id)))
-              throw refused({ field: "code", reason: "redeemed" });
+            if (!(await this.#inviteCodes.redeem(trx, check.code.id, user.id))) throw inviteCodeUnusable();
             await this.#welcomeMail?.welcome(trx, { email: user.email, locale: input.locale ?? "en" });
           },
         },
       );
       return { user: created.user, recoveryToken: created.recoveryToken };
     } catch (error) {
-      if (error instanceof ServiceError && error.is(registrationRefused)) throw error;
+      if (error instanceof ServiceError && (error.is(registrationRefused) || error.is(inviteCodeUnusable)))
+        throw error;
       if (error instanceof ServiceError && error.is(passwordLeaked))
         throw refused({ field: "password", reason: error });
       // Another registration took the address first: the service's own check (a conflict) or,

@@ -1,8 +1,5 @@
-import type { Kysely } from "kysely";
 import { generateTotpSecret, totpStepFor } from "../credentials/totp.ts";
-import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
-import { endWebSessions } from "./queries.ts";
 import type { SettingsService } from "./settings.ts";
 import type { User, UserService } from "./users.ts";
 
@@ -28,12 +25,10 @@ export const pendingTotpSeconds = 30 * 60;
  * Switching off clears the backup codes too (the reference keeps them).
  */
 export class TwoFactorService {
-  readonly #db: Kysely<Database>;
   readonly #users: UserService;
   readonly #settings: SettingsService;
 
-  constructor(db: Kysely<Database>, users: UserService, settings: SettingsService) {
-    this.#db = db;
+  constructor(users: UserService, settings: SettingsService) {
     this.#users = users;
     this.#settings = settings;
   }
@@ -75,9 +70,11 @@ export class TwoFactorService {
     const { backupCodes } = await this.#users.enableTotp(
       user.email,
       { secret: pending.secret },
-      { usedStep: step },
+      {
+        usedStep: step,
+        ...(options.keepSessionIdHash ? { keepSessionIdHash: options.keepSessionIdHash } : {}),
+      },
     );
-    await endWebSessions(this.#db, user.id, options.keepSessionIdHash);
     return backupCodes;
   }
 

@@ -12,7 +12,13 @@ import type { AccountEvents } from "./events.ts";
 import { mailCryptFor, mailCryptMaterial } from "./mail-crypt-policy.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import type { PasswordPolicy } from "./password-policy.ts";
-import { activeUserRow, isActiveUser, isManagedDomainNamed, managedDomain } from "./queries.ts";
+import {
+  activeUserRow,
+  endWebSessions,
+  isActiveUser,
+  isManagedDomainNamed,
+  managedDomain,
+} from "./queries.ts";
 import { isRole, normalizeRoles, parseStoredRoles, type Role } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
 
@@ -476,12 +482,14 @@ export class UserService {
   /**
    * Switches TOTP on with the given secret and backup codes, generating what is not given.
    * `usedStep`: the step of the code that confirmed a self-service enrolment, so that code cannot
-   * sign in afterwards (a code works once).
+   * sign in afterwards (a code works once). The user's web sessions end with it, whoever switches
+   * it on (the user on the pages, an admin through the API): they were opened without the second
+   * factor. `keepSessionIdHash`: the session the user enrolled in, which stays.
    */
   async enableTotp(
     target: UserTarget,
     input: TotpInput,
-    options: { usedStep?: number; within?: Within } = {},
+    options: { usedStep?: number; within?: Within; keepSessionIdHash?: string } = {},
   ): Promise<{ secret: string; backupCodes: string[] }> {
     const user = await this.active(target);
     let secret: string;
@@ -517,6 +525,7 @@ export class UserService {
         })
         .where("id", "=", user.id)
         .execute();
+      await endWebSessions(trx, user.id, options.keepSessionIdHash);
       await options.within?.(trx);
     });
     return { secret, backupCodes: codes };

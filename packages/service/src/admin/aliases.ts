@@ -1,6 +1,6 @@
 import { type Kysely, sql } from "kysely";
 import { parseAddress } from "../accounts/addresses.ts";
-import { type Actor, assertMay, domainScope } from "../accounts/admin-scope.ts";
+import { type Actor, type AddressHolder, assertMay, domainScope } from "../accounts/admin-scope.ts";
 import {
   type AliasPatch,
   type AliasService,
@@ -12,6 +12,7 @@ import {
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService } from "../accounts/lifecycle.ts";
 import { managedDomain } from "../accounts/queries.ts";
+import { parseStoredRoles, type Role } from "../accounts/roles.ts";
 import { parseStringList } from "../accounts/users.ts";
 import { type Database, flag, toFlag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
@@ -41,7 +42,14 @@ export interface AliasDetail extends AliasView {
   id: number;
   domainId: number;
   ownerDomainId: number | null;
+  ownerRoles: Role[] | null;
 }
+
+/** The alias's owner as the scope rule sees it, null when it has none. */
+const ownerOf = (alias: AliasDetail): AddressHolder | null =>
+  alias.ownerDomainId === null || alias.ownerRoles === null
+    ? null
+    : { domainId: alias.ownerDomainId, roles: alias.ownerRoles };
 
 const escapeLike = (text: string) => `%${text.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
 
@@ -139,7 +147,12 @@ export class AdminAliases {
       ? await db
           .selectFrom("aliases")
           .leftJoin("users as owners", "owners.id", "aliases.user_id")
-          .select(["aliases.id", "aliases.domain_id", "owners.domain_id as owner_domain_id"])
+          .select([
+            "aliases.id",
+            "aliases.domain_id",
+            "owners.domain_id as owner_domain_id",
+            "owners.roles as owner_roles",
+          ])
           .where("aliases.source", "=", address.email)
           .executeTakeFirst()
       : undefined;
@@ -151,6 +164,7 @@ export class AdminAliases {
       id: Number(row.id),
       domainId: Number(row.domain_id),
       ownerDomainId: row.owner_domain_id === null ? null : Number(row.owner_domain_id),
+      ownerRoles: row.owner_roles === null ? null : parseStoredRoles(row.owner_roles),
     };
   }
 
@@ -194,6 +208,7 @@ export class AdminAliases {
     return this.#db.transaction().execute(async (trx) => {
       const before = await this.get(actor, source, trx);
       if (before.deleted) throw aliasNotFound();
+      assertMay(actor, { kind: "alias", domainId: before.domainId, owner: ownerOf(before) });
       let effective = patch;
       if (actor.reach !== "all") {
         if (before.owner !== null) await this.#ownerInReach(actor, before.owner, trx);
@@ -222,6 +237,7 @@ export class AdminAliases {
   async delete(actor: Actor, source: string): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
       const alias = await this.get(actor, source, trx);
+      assertMay(actor, { kind: "alias", domainId: alias.domainId, owner: ownerOf(alias) });
       await this.#lifecycle.deleteAlias(alias.source, trx);
       await this.#audit.record(
         actor,

@@ -9,6 +9,7 @@ import type { Database } from "../db/schema.ts";
 import type { OpenPgpKeyInfo, OpenPgpKeyService } from "../openpgp/keys.ts";
 import { keyAddressInvalid, keyNotFound } from "../openpgp/keys.ts";
 import { inCursorOrder, type KeysetPage, keysetPage, type ListCursor } from "./keyset.ts";
+import { addressHolder } from "./users.ts";
 
 export interface OpenPgpKeyListItem extends OpenPgpKeyInfo {
   id: number;
@@ -18,7 +19,9 @@ export interface OpenPgpKeyListItem extends OpenPgpKeyInfo {
 
 /**
  * OpenPGP keys in the admin area: listed per domain, uploaded for any address of a domain the
- * actor reaches (through the importer the account pages and the admin API use), removed.
+ * actor reaches (through the importer the account pages and the admin API use), removed. Upload
+ * and removal also need the address's holder in reach: a domain admin never replaces or removes
+ * the key of an admin's address (or of an alias an admin owns) in its domain.
  */
 export class AdminOpenPgpKeys {
   readonly #db: Kysely<Database>;
@@ -79,8 +82,8 @@ export class AdminOpenPgpKeys {
   /** Publishes a key for an address of a domain the actor reaches (an active user's or alias's). */
   async import(actor: Actor, email: string, data: Uint8Array | string): Promise<OpenPgpKeyInfo> {
     return this.#db.transaction().execute(async (trx) => {
-      const domainId = await this.#domainIdOf(email, trx);
-      assertMay(actor, { kind: "openpgp-key", domainId });
+      const { domainId, email: address } = await this.#addressOf(email, trx);
+      assertMay(actor, { kind: "openpgp-key", domainId, holder: await addressHolder(trx, address) });
       const info = await this.#keys.import(email, data, actor.userId, trx);
       await this.#audit.record(
         actor,
@@ -106,9 +109,9 @@ export class AdminOpenPgpKeys {
             .where("email", "=", address.email)
             .executeTakeFirst()
         : undefined;
-      if (!row) throw keyNotFound();
+      if (!row || !address) throw keyNotFound();
       const domainId = Number(row.domain_id);
-      assertMay(actor, { kind: "openpgp-key", domainId });
+      assertMay(actor, { kind: "openpgp-key", domainId, holder: await addressHolder(trx, address.email) });
       const info = await this.#keys.delete(email, trx);
       await this.#audit.record(
         actor,
@@ -124,12 +127,12 @@ export class AdminOpenPgpKeys {
     });
   }
 
-  /** The managed domain of an address; the importer's own message when there is none. */
-  async #domainIdOf(email: string, db: Kysely<Database>): Promise<number> {
+  /** The address and its managed domain; the importer's own message when there is none. */
+  async #addressOf(email: string, db: Kysely<Database>): Promise<{ email: string; domainId: number }> {
     const address = parseAddress(String(email).trim());
     if (!address) throw keyAddressInvalid();
     const domain = await managedDomain(db, address.domain);
     if (!domain) throw domainNotManaged({ field: "email", domain: address.domain });
-    return domain.id;
+    return { email: address.email, domainId: domain.id };
   }
 }

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from "kysely";
 import { parseAddress } from "../accounts/addresses.ts";
-import type { Actor } from "../accounts/admin-scope.ts";
+import type { Actor, AddressHolder } from "../accounts/admin-scope.ts";
 import { assertMay, assertRoleChange, domainScope } from "../accounts/admin-scope.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService, NewCredentials } from "../accounts/lifecycle.ts";
@@ -76,6 +76,28 @@ export async function activeOwner(
   const address = parseAddress(String(rawAddress ?? "").trim());
   const row = address ? await activeUserRow(db, address.email) : undefined;
   return row && { email: row.email, domainId: Number(row.domain_id), roles: parseStoredRoles(row.roles) };
+}
+
+/**
+ * The user an address belongs to, whatever its state: the user of that address, else the owner of
+ * the alias with that source; null when neither (an alias without owner). Addresses are never
+ * reused, so there is at most one of each.
+ */
+export async function addressHolder(db: Kysely<Database>, email: string): Promise<AddressHolder | null> {
+  const user = await db
+    .selectFrom("users")
+    .select(["domain_id", "roles"])
+    .where("email", "=", email)
+    .executeTakeFirst();
+  const row =
+    user ??
+    (await db
+      .selectFrom("aliases")
+      .innerJoin("users as owners", "owners.id", "aliases.user_id")
+      .select(["owners.domain_id", "owners.roles"])
+      .where("aliases.source", "=", email)
+      .executeTakeFirst());
+  return row ? { domainId: Number(row.domain_id), roles: parseStoredRoles(row.roles) } : null;
 }
 
 /**

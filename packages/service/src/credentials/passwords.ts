@@ -61,6 +61,8 @@ async function verifyCrypt(plain: string, hash: string, pool: CryptoPool): Promi
 /**
  * Checks a password against Argon2id/Argon2i PHC strings and the crypt formats `$6$`, `$5$`, `$1$`,
  * `$2y$`/`$2a$`/`$2b$`. Never throws for bad input: empty, over-long, unknown or garbage ⇒ invalid.
+ * Every stored form but Argon2 also runs the decoy's Argon2 verification (see verifyDummy), so no
+ * answer is quicker than an unknown address's.
  * `needsRehash` is set for a valid password whose hash is not Argon2id with the current parameters.
  */
 export async function verifyPassword(plain: string, hash: string, pool: CryptoPool): Promise<PasswordCheck> {
@@ -68,8 +70,18 @@ export async function verifyPassword(plain: string, hash: string, pool: CryptoPo
   let valid: boolean;
   if (hash.startsWith("$argon2id$") || hash.startsWith("$argon2i$"))
     valid = await verifyArgon2(plain, hash, pool);
-  else if (/^\$(?:1|5|6|2[aby])\$/.test(hash)) valid = await verifyCrypt(plain, hash, pool);
-  else return INVALID;
+  else if (/^\$(?:1|5|6|2[aby])\$/.test(hash)) {
+    valid = await verifyCrypt(plain, hash, pool);
+    // A legacy crypt answers in a fraction of an Argon2 verification (md5-crypt in under a
+    // millisecond): without the decoy's Argon2 work beside it, a quick "wrong" would tell an
+    // imported account from an unknown address (which costs verifyDummy). Run for a right password
+    // too, so the answer's time does not tell right from wrong either.
+    await verifyArgon2(plain, DUMMY_HASH, pool);
+  } else {
+    // A stored form nothing here reads: a "no" that costs what every other "no" costs.
+    await verifyArgon2(plain, DUMMY_HASH, pool);
+    return INVALID;
+  }
   if (!valid) return INVALID;
   return { valid: true, needsRehash: !hash.startsWith(CURRENT_PREFIX) };
 }

@@ -7,7 +7,7 @@ import {
   maxInvitationLimit,
   maxWaitingPeriodDays,
 } from "../accounts/domains.ts";
-import { inviteCodePattern } from "../accounts/invite-codes.ts";
+import { legacyInviteCodePattern } from "../accounts/invite-codes.ts";
 import { unusablePassword } from "../accounts/lifecycle.ts";
 import { normalizeReservedName } from "../accounts/reserved-names.ts";
 import { isRole, normalizeRoles } from "../accounts/roles.ts";
@@ -806,7 +806,7 @@ export class UserliImporter {
         const id = String(row.id);
         const plan = this.#plan(summary, row, (): CodePlan => {
           const code = text(row.code)?.trim() ?? "";
-          if (!inviteCodePattern.test(code))
+          if (!legacyInviteCodePattern.test(code))
             refuse("code: not six letters and digits (the invite codes this service looks up)");
           // Codes are unique whatever their case.
           const earlier = seen.get(code.toLowerCase());

@@ -47,11 +47,14 @@ export const refusals = area({
     "refusal.invite_code.not_found": "Invite code not found.",
     "refusal.invite_code.only_multipliers": "Only multipliers may create more invite codes.",
     "refusal.invite_code.invitations_off": "Invitations are turned off for this domain.",
-    "refusal.invite_code.malformed": "Six letters and digits, not used by another code (in any spelling).",
+    "refusal.invite_code.unusable":
+      "This invite code cannot be used: it is unknown, already used or no longer valid.",
+    "refusal.invite_code.malformed":
+      "20 characters of 2-9 and A-Z without I, L and O, in groups of five (dashes and spaces are ignored).",
     "refusal.invite_code.domain_not_managed": "This domain is not managed here, or not yours to manage.",
     "refusal.invite_code.domain_not_own": "You may create invite codes only for your own domain.",
     "refusal.invite_code.owner_not_active": "There is no active user with this address you may manage.",
-    "refusal.invite_code.used": "Six letters and digits, not used by another code (in any spelling).",
+    "refusal.invite_code.used": "Another code is already this one.",
     "refusal.password.blank": "The password must not be empty.",
     "refusal.password.too_short": "The password must have at least {min} characters.",
     "refusal.password.too_long": "The password is too long.",
@@ -217,14 +220,15 @@ export const refusals = area({
     "refusal.invite_code.only_multipliers":
       "Nur Multiplikator*innen dürfen weitere Einladungscodes erstellen.",
     "refusal.invite_code.invitations_off": "Einladungen sind für diese Domain ausgeschaltet.",
+    "refusal.invite_code.unusable":
+      "Dieser Einladungscode kann nicht verwendet werden: Er ist unbekannt, bereits verwendet oder nicht mehr gültig.",
     "refusal.invite_code.malformed":
-      "Sechs Buchstaben und Ziffern, von keinem anderen Code belegt (in keiner Schreibweise).",
+      "20 Zeichen aus 2-9 und A-Z ohne I, L und O, in Fünfergruppen (Bindestriche und Leerzeichen zählen nicht).",
     "refusal.invite_code.domain_not_managed": "Diese Domain wird hier nicht verwaltet, oder nicht von dir.",
     "refusal.invite_code.domain_not_own": "Du darfst Einladungscodes nur für deine eigene Domain erstellen.",
     "refusal.invite_code.owner_not_active":
       "Es gibt keinen aktiven Benutzer mit dieser Adresse, den du verwalten darfst.",
-    "refusal.invite_code.used":
-      "Sechs Buchstaben und Ziffern, von keinem anderen Code belegt (in keiner Schreibweise).",
+    "refusal.invite_code.used": "Diesen Code gibt es schon.",
     "refusal.password.blank": "Das Passwort darf nicht leer sein.",
     "refusal.password.too_short": "Das Passwort muss mindestens {min} Zeichen lang sein.",
     "refusal.password.too_long": "Das Passwort ist zu lang.",

@@ -7,8 +7,6 @@ export const registration = area({
     "registration.start.intro": "Got an invite code? Enter it to create your e-mail account.",
     "registration.code": "Invite code",
     "registration.code.submit": "Continue",
-    "registration.code.invalid": "The invite code is invalid.",
-    "registration.code.used": "The invite code has already been used.",
     "registration.title": "Create your e-mail account",
     "registration.intro":
       "Choose your address and a password. The address cannot be changed later and is never given to anyone else.",
@@ -25,8 +23,6 @@ export const registration = area({
     "registration.localPart.syntax":
       "The username must not start or end with a dot, contain two dots in a row or start with -.",
     "registration.localPart.taken": "The e-mail address is already taken.",
-    "registration.closed.title": "Registration closed",
-    "registration.closed.text": "Registration for {domain} is closed at the moment.",
     "registration.registered": "You are now registered.",
     "registration.welcome.title": "Welcome to {project}!",
     "registration.welcome.address": "Your new address is {email}.",
@@ -69,8 +65,6 @@ export const registration = area({
     "registration.start.intro": "Du hast einen Einladungscode? Gib ihn ein, um dein E-Mail-Konto anzulegen.",
     "registration.code": "Einladungscode",
     "registration.code.submit": "Weiter",
-    "registration.code.invalid": "Der Einladungscode ist ungültig.",
-    "registration.code.used": "Der Einladungscode wurde bereits verwendet.",
     "registration.title": "Lege dein E-Mail-Konto an",
     "registration.intro":
       "Wähle deine Adresse und ein Passwort. Die Adresse kann später nicht geändert werden und wird nie an jemand anderen vergeben.",
@@ -87,8 +81,6 @@ export const registration = area({
     "registration.localPart.syntax":
       "Der Benutzername darf nicht mit einem Punkt beginnen oder enden, keine zwei Punkte hintereinander enthalten und nicht mit - beginnen.",
     "registration.localPart.taken": "Die E-Mail-Adresse ist bereits vergeben.",
-    "registration.closed.title": "Registrierung geschlossen",
-    "registration.closed.text": "Die Registrierung für {domain} ist zur Zeit geschlossen.",
     "registration.registered": "Du bist jetzt registriert.",
     "registration.welcome.title": "Willkommen bei {project}!",
     "registration.welcome.address": "Deine neue Adresse ist {email}.",

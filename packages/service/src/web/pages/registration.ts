@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import {
-  type InviteCodeProblem,
   invitationsOff,
-  inviteCodePattern,
   inviteCodesOnlyMultipliers,
+  inviteCodeUnusable,
   isMultiplier,
+  type UsableInviteCode,
 } from "../../accounts/invite-codes.ts";
 import {
   maxLocalPartLength,
@@ -12,7 +12,7 @@ import {
   type RegistrationProblem,
   registrationRefused,
 } from "../../accounts/registration.ts";
-import { isRefusal } from "../../errors.ts";
+import { isRefusal, statusOfKind } from "../../errors.ts";
 import { formatDateTime } from "../../i18n/dates.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
 import { notSuspicious, signedIn } from "../guards.ts";
@@ -23,8 +23,11 @@ import { setSessionCookie } from "./sign-in.ts";
 type Form = Record<string, string | undefined>;
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
 
-/** Where the start page sends a visitor whose code cannot be used (anonymous: no session for a flash). */
-const noticeOf = (problem: InviteCodeProblem) => (problem === "redeemed" ? "inviteUsed" : "inviteInvalid");
+/**
+ * Where a visitor whose code cannot be used is sent (anonymous: no session for a flash): the start
+ * page with the one text for every such code, whatever the reason.
+ */
+const unusableCodeNotice = "/?notice=inviteInvalid";
 
 /** The message next to the field for each refusal of the registration service. */
 function fieldErrors(problems: RegistrationProblem[]): FieldErrors {
@@ -70,17 +73,30 @@ export async function registrationPages(app: FastifyInstance, services: WebServi
     );
   };
 
+  /** The code's check (InviteCodeService.check), or null when it cannot be used: one answer for every reason. */
+  const usable = async (raw: string): Promise<UsableInviteCode | null> => {
+    try {
+      return await inviteCodes.check(raw);
+    } catch (error) {
+      if (isRefusal(error, inviteCodeUnusable)) return null;
+      throw error;
+    }
+  };
+
   app.post<{ Body: Form }>("/", { preHandler: app.csrfProtection }, async (request, reply) => {
     const code = text(request.body?.inviteCode).trim();
     const values = { inviteCode: code };
     if (code === "") return startPage(request, reply, values, { inviteCode: { key: "form.required" } }, 400);
-    const check = await inviteCodes.validate(code);
-    // A closed domain is said on the registration page, as for a link followed from elsewhere.
-    if (check.ok || check.problem === "invitations_disabled")
-      return seeOther(reply, `/register/${check.code!.code}`);
-    if (check.problem === "redeemed")
-      return startPage(request, reply, values, { inviteCode: { key: "registration.code.used" } }, 409);
-    return startPage(request, reply, values, { inviteCode: { key: "registration.code.invalid" } }, 422);
+    const check = await usable(code);
+    if (check) return seeOther(reply, `/register/${check.code.code}`);
+    // The field keeps no trace of the code: the answer is the same, byte for byte, for every code refused.
+    return startPage(
+      request,
+      reply,
+      { inviteCode: "" },
+      { inviteCode: refusalText(inviteCodeUnusable()) },
+      statusOfKind[inviteCodeUnusable.kind],
+    );
   });
 
   app.get("/register", async (_request, reply) => seeOther(reply, "/"));
@@ -95,18 +111,11 @@ export async function registrationPages(app: FastifyInstance, services: WebServi
     status = 200,
   ) => render(request, reply, "register/form", { code, domain, values, errors }, status);
 
-  /** The code of the path, checked; answers the visitor itself when it cannot be used. */
+  /** The code of the path, checked; sends the visitor to the start page when it cannot be used. */
   const usableCode = async (request: FastifyRequest<{ Params: { code: string } }>, reply: FastifyReply) => {
-    const raw = request.params.code;
-    if (!inviteCodePattern.test(raw)) {
-      await errorPage(request, reply, 404, request.web.t("error.notFound"));
-      return null;
-    }
-    const check = await inviteCodes.validate(raw);
-    if (check.ok) return check.code;
-    if (check.problem === "invitations_disabled")
-      await render(request, reply, "register/closed", { domain: check.code!.domain }, 403);
-    else await seeOther(reply, `/?notice=${noticeOf(check.problem)}`);
+    const check = await usable(request.params.code);
+    if (check) return check.code;
+    await seeOther(reply, unusableCodeNotice);
     return null;
   };
 
@@ -138,11 +147,10 @@ export async function registrationPages(app: FastifyInstance, services: WebServi
           locale: request.web.locale,
         });
       } catch (error) {
+        // The code went away meanwhile (another registration took it): back to the start page.
+        if (isRefusal(error, inviteCodeUnusable)) return seeOther(reply, unusableCodeNotice);
         if (!isRefusal(error, registrationRefused)) throw error;
         const { problems } = error.params;
-        const codeProblem = problems.find((p) => p.field === "code");
-        // The code went away meanwhile (another registration took it): back to the start page.
-        if (codeProblem?.field === "code") return seeOther(reply, `/?notice=${noticeOf(codeProblem.reason)}`);
         const taken = problems.some((p) => p.field === "localPart" && p.reason === "taken");
         return retry(fieldErrors(problems), taken ? 409 : 422);
       }
