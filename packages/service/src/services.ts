@@ -116,7 +116,7 @@ export function createServices(
     },
     ...(options.onGuardError ? { onError: options.onGuardError } : {}),
   });
-  const inviteCodes = new InviteCodeService(db);
+  const inviteCodes = new InviteCodeService(db, signInGuard);
   const reservedNames = new ReservedNameService(db);
   const lifecycle = new LifecycleService(db, pool, settings, users, events);
   const openPgpKeys = new OpenPgpKeyService(db);

@@ -19,6 +19,8 @@ const guardedPages: Record<string, string> = {
   "POST /2fa": "second factor",
   "POST /recovery": "recovery token",
   "POST /recovery/reset": "recovery token",
+  "POST /": "invite code",
+  "POST /register/:code": "invite code",
   // Every re-confirmation of the current password (web/password-confirmation.ts).
   "POST /account/password": "password",
   "POST /account/recovery-token": "password",

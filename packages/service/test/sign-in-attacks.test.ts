@@ -378,6 +378,41 @@ describe("the sign-in guard under attack", () => {
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
   });
 
+  test("invite codes: 100 parallel guesses from one client get a handful of verdicts; then even a good code waits", async () => {
+    await service.services.domains.updateInvitations("example.org", {
+      enabled: true,
+      limit: 3,
+      waitingPeriodDays: 7,
+    });
+    const good = await service.services.inviteCodes.create({
+      domain: "example.org",
+      owner: "alice@example.org",
+    });
+    const web = new WebClient(service.url);
+    await web.get("/");
+    const guess = (i: number) =>
+      `ABCDE-FGHJK-MNPQR-${String(10000 + i)
+        .slice(-5)
+        .replace(/[01]/g, "9")}`;
+    const statuses = await burst(100, 79, (right) =>
+      web.post("/", { inviteCode: right ? good.code : guess(Math.floor(Math.random() * 1e5)) }),
+    );
+    const checked = verdicts(statuses);
+    assert.ok(checked.length <= verdictCeiling, `${checked.length} verdicts`);
+    assert.ok(
+      checked.filter((status) => status === 422).length <= clientPolicy.freeFailures,
+      statuses.join(" "),
+    );
+    const again = await web.post("/", { inviteCode: good.code });
+    assert.equal(again.status, 429, "the guessing client waits, whatever the code");
+    assert.ok(Number(again.retryAfter) > 0);
+    const other = await service.services.inviteCodes.check(good.code, {
+      door: "web",
+      client: { address: "192.0.2.160" },
+    });
+    assert.equal(other.code.code, good.code, "another client is not held back");
+  });
+
   test("100 parallel wrong recovery tokens from one client get a handful of verdicts", async () => {
     const web = new WebClient(service.url);
     await web.get("/recovery");

@@ -609,7 +609,14 @@ describe("invite codes and registration", () => {
     const closedCode = await newCode("bob@closed.org", "closed.org");
     const refused = ["nope42", "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", used.code, ownerGone.code, closedCode.code, "abc"];
     const withoutToken = (text: string) => text.replace(/name="_csrf" value="[^"]+"/g, "");
-    const typed = await Promise.all(refused.map(async (inviteCode) => client.post("/", { inviteCode })));
+    // Each case from a client with no failures yet: the sign-in guard throttles a client after five
+    // unusable codes (sign-in-attacks.test.ts), which is not what this test looks at.
+    const forgetFailures = () => service.services.database.db.deleteFrom("sign_in_failures").execute();
+    const typed = [];
+    for (const inviteCode of refused) {
+      await forgetFailures();
+      typed.push(await client.post("/", { inviteCode }));
+    }
     for (const [i, answer] of typed.entries()) {
       assert.equal(answer.status, 422, refused[i]);
       assert.equal(withoutToken(answer.text), withoutToken(typed[0]!.text), refused[i]);
@@ -620,9 +627,11 @@ describe("invite codes and registration", () => {
       assert.ok(!answer.text.includes(refused[i]!), "the code is not echoed");
     }
     for (const method of ["get", "post"] as const) {
-      const followed = await Promise.all(
-        refused.map((c) => client[method](`/register/${encodeURIComponent(c)}`)),
-      );
+      const followed = [];
+      for (const c of refused) {
+        await forgetFailures();
+        followed.push(await client[method](`/register/${encodeURIComponent(c)}`));
+      }
       for (const [i, answer] of followed.entries()) {
         assert.equal(answer.status, 303, `${method} ${refused[i]}`);
         assert.equal(answer.location, "/?notice=inviteInvalid", `${method} ${refused[i]}`);

@@ -1,12 +1,13 @@
 import { randomInt } from "node:crypto";
 import { type Kysely, sql, type Transaction } from "kysely";
 import { type Database, flag } from "../db/schema.ts";
-import { refusal } from "../errors.ts";
+import { isRefusal, refusal } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
 import { type DomainInvitations, domainNotFound, toInvitations } from "./domains.ts";
 import type { Listing, Page } from "./paging.ts";
 import { activeUserRow, isActiveUser, managedDomain } from "./queries.ts";
 import { effectiveRoles, parseStoredRoles, type Role } from "./roles.ts";
+import { attemptFrom, type CheckOrigin, type SignInGuard } from "./sign-in-guard.ts";
 import { nowSeconds, userNotFound } from "./users.ts";
 
 /**
@@ -70,6 +71,12 @@ export const inviteCodeUnusable = refusal(
   "invite_code.unusable",
   "invalid",
   () => "code: this invite code cannot be used",
+);
+/** Too many unusable codes from this client (the sign-in guard); `retryAfter` in seconds. */
+export const inviteCodeThrottled = refusal<{ retryAfter: number }>(
+  "invite_code.throttled",
+  "throttled",
+  () => "too many invalid invite codes, try again later",
 );
 export const inviteCodesOnlyMultipliers = refusal(
   "invite_code.only_multipliers",
@@ -238,8 +245,11 @@ type Db = Kysely<Database>;
 export class InviteCodeService {
   readonly #db: Db;
 
-  constructor(db: Db) {
+  readonly #guard: SignInGuard;
+
+  constructor(db: Db, guard: SignInGuard) {
     this.#db = db;
+    this.#guard = guard;
   }
 
   /** The code of any spelling, or null. */
@@ -256,9 +266,24 @@ export class InviteCodeService {
    * The one check of an invite code, at every place one is typed or followed: the code exists, is
    * not redeemed, its owner is an active user who is not suspicious (by the hierarchy), and its
    * domain takes invitations. Every other case throws the same `invite_code.unusable`, so the
-   * answer never tells which (a guesser learns nothing from it).
+   * answer never tells which (a guesser learns nothing from it). Runs under the sign-in guard, per
+   * client: a client guessing codes is throttled (`invite_code.throttled`) like one guessing passwords.
    */
-  async check(rawCode: unknown, db: Db = this.#db): Promise<UsableInviteCode> {
+  async check(rawCode: unknown, origin: CheckOrigin = {}): Promise<UsableInviteCode> {
+    const guarded = await this.#guard.attempt(attemptFrom("invite_code", null, origin), async () => {
+      try {
+        return { right: true, value: await this.#usable(rawCode, this.#db) };
+      } catch (error) {
+        if (isRefusal(error, inviteCodeUnusable)) return { right: false, value: null };
+        throw error;
+      }
+    });
+    if (guarded.outcome === "throttled") throw inviteCodeThrottled({ retryAfter: guarded.retryAfter });
+    if (!guarded.value) throw inviteCodeUnusable();
+    return guarded.value;
+  }
+
+  async #usable(rawCode: unknown, db: Db): Promise<UsableInviteCode> {
     const code = await this.find(rawCode, db);
     if (!code || code.redeemedAt !== null || code.ownerId === null) throw inviteCodeUnusable();
     const owner = await db

@@ -6,6 +6,7 @@ import { checkAddress } from "./address-syntax.ts";
 import { type InviteCodeService, inviteCodeUnusable } from "./invite-codes.ts";
 import { checkPasswordShape, passwordLeaked } from "./password-policy.ts";
 import type { ReservedNameService } from "./reserved-names.ts";
+import type { CheckOrigin } from "./sign-in-guard.ts";
 import { addressTaken, type User, type UserService } from "./users.ts";
 
 /** Local parts people register (reference section 5.5): 3 to 32 of [a-z0-9._-], after lower-casing. */
@@ -50,6 +51,8 @@ export interface RegistrationInput {
   password: string;
   /** The language of the welcome e-mail. */
   locale?: Locale;
+  /** Where the code comes from: its check runs under the sign-in guard (per client). */
+  origin?: CheckOrigin;
 }
 
 /** The shape of a wanted local part alone (no database): the reference's rule and our address syntax. */
@@ -108,7 +111,7 @@ export class RegistrationService {
    * Everything is checked again here, whatever the page checked before.
    */
   async register(input: RegistrationInput): Promise<Registration> {
-    const check = await this.#inviteCodes.check(input.code);
+    const check = await this.#inviteCodes.check(input.code, input.origin);
     const domain = check.code.domain;
     const localPart = typeof input.localPart === "string" ? input.localPart.trim().toLowerCase() : "";
     const password = typeof input.password === "string" ? input.password : "";

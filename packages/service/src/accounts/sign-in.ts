@@ -17,7 +17,10 @@ import {
 import { activeUserRow } from "./queries.ts";
 import { effectiveRoles } from "./roles.ts";
 import type { SettingsService } from "./settings.ts";
-import type { Door, GuardClient, SignInGuard } from "./sign-in-guard.ts";
+import { attemptFrom, type CheckOrigin, type SignInGuard } from "./sign-in-guard.ts";
+
+export type { CheckOrigin } from "./sign-in-guard.ts";
+
 import { nowSeconds, toUser, type User, type UserService } from "./users.ts";
 
 /**
@@ -72,16 +75,6 @@ export type MailCryptUnlock =
   | { state: "unlocked"; privateKey: string; publicKey: string }
   | { state: "failed"; reason: string };
 
-/** Where a check of a secret comes from: every check passes the sign-in guard (sign-in-guard.ts). */
-export interface CheckOrigin {
-  /** The door; it decides the crypto pool's lane. Default: the console (no client). */
-  door?: Door;
-  /** The client as the door knows it: its IP address, the web's device cookie. */
-  client?: GuardClient;
-  /** Fires when the client has gone: its queued crypto work is dropped (`crypto.abandoned`). */
-  signal?: AbortSignal | undefined;
-}
-
 export interface SignInOptions extends CheckOrigin {
   /** Open the MailCrypt private key with the password (passdb). */
   unlockMailCrypt?: boolean;
@@ -93,14 +86,6 @@ export interface SignInOptions extends CheckOrigin {
    */
   deferActivity?: boolean;
 }
-
-const attemptOf = (kind: "password" | "second_factor", account: string, origin: CheckOrigin) => ({
-  kind,
-  door: origin.door ?? ("console" as const),
-  account,
-  client: origin.client ?? {},
-  signal: origin.signal,
-});
 
 export class SignInService {
   readonly #db: Kysely<Database>;
@@ -132,7 +117,7 @@ export class SignInService {
    */
   async signIn(rawEmail: string, password: string, options: SignInOptions = {}): Promise<SignInResult> {
     const account = (options.account ?? String(rawEmail)).trim();
-    const guarded = await this.#guard.attempt(attemptOf("password", account, options), async () => {
+    const guarded = await this.#guard.attempt(attemptFrom("password", account, options), async () => {
       const result = await this.#signIn(rawEmail, password, options);
       return { right: result.kind !== "unknown" && result.kind !== "wrong_password", value: result };
     });
@@ -148,7 +133,7 @@ export class SignInService {
    * but not recorded as one. Throws `sign_in.throttled` (unchecked) or `password.wrong`.
    */
   async confirmPassword(user: User, password: string, origin: CheckOrigin = {}): Promise<ConfirmedPassword> {
-    const guarded = await this.#guard.attempt(attemptOf("password", user.email, origin), async () => {
+    const guarded = await this.#guard.attempt(attemptFrom("password", user.email, origin), async () => {
       const current = await this.#users.findByEmail(user.email);
       const valid =
         current !== null &&
@@ -213,7 +198,7 @@ export class SignInService {
     origin: CheckOrigin & { account?: string } = {},
   ): Promise<SecondFactorResult> {
     const account = origin.account ?? user?.email ?? "";
-    const guarded = await this.#guard.attempt(attemptOf("second_factor", account, origin), async () => {
+    const guarded = await this.#guard.attempt(attemptFrom("second_factor", account, origin), async () => {
       const result = await this.#secondFactor(user, String(code));
       return { right: result === "ok" || result === "password_change_required", value: result };
     });

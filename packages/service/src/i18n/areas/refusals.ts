@@ -94,6 +94,10 @@ export const refusals = area({
     },
     "refusal.totp.code_wrong": "The verification code is not valid.",
     "refusal.crypto.busy": "The service is busy right now. Please try again in a moment.",
+    "refusal.invite_code.throttled": {
+      one: "Too many invalid invite codes. Please wait {count} second and try again.",
+      other: "Too many invalid invite codes. Please wait {count} seconds and try again.",
+    },
     "refusal.crypto.abandoned": "The request was abandoned.",
     "refusal.client_address.invalid": "The client address must be an IP address.",
     "refusal.own_alias.note_too_long": "The note must have at most {max} characters.",
@@ -272,6 +276,10 @@ export const refusals = area({
     },
     "refusal.totp.code_wrong": "Der Bestätigungscode ist ungültig.",
     "refusal.crypto.busy": "Der Dienst ist gerade ausgelastet. Bitte versuche es gleich noch einmal.",
+    "refusal.invite_code.throttled": {
+      one: "Zu viele ungültige Einladungscodes. Bitte warte {count} Sekunde und versuche es dann erneut.",
+      other: "Zu viele ungültige Einladungscodes. Bitte warte {count} Sekunden und versuche es dann erneut.",
+    },
     "refusal.crypto.abandoned": "Die Anfrage wurde abgebrochen.",
     "refusal.client_address.invalid": "Die Client-Adresse muss eine IP-Adresse sein.",
     "refusal.own_alias.note_too_long": "Die Notiz darf höchstens {max} Zeichen lang sein.",

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import {
   invitationsOff,
   inviteCodesOnlyMultipliers,
+  inviteCodeThrottled,
   inviteCodeUnusable,
   isMultiplier,
   type UsableInviteCode,
@@ -12,11 +13,12 @@ import {
   type RegistrationProblem,
   registrationRefused,
 } from "../../accounts/registration.ts";
-import { isRefusal, statusOfKind } from "../../errors.ts";
+import { isRefusal, ServiceError, statusOfKind } from "../../errors.ts";
 import { formatDateTime } from "../../i18n/dates.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
 import { notSuspicious, signedIn } from "../guards.ts";
-import { refusalText } from "../refusals.ts";
+import { webOrigin } from "../origin.ts";
+import { refusalText, retryAfterHeader } from "../refusals.ts";
 import { errorPage, render } from "../render.ts";
 import { setSessionCookie } from "./sign-in.ts";
 
@@ -73,21 +75,36 @@ export async function registrationPages(app: FastifyInstance, services: WebServi
     );
   };
 
-  /** The code's check (InviteCodeService.check), or null when it cannot be used: one answer for every reason. */
-  const usable = async (raw: string): Promise<UsableInviteCode | null> => {
+  /**
+   * The code's check (InviteCodeService.check, under the sign-in guard): the code, null when it
+   * cannot be used (one answer for every reason), or the throttled refusal with its wait.
+   */
+  const usable = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    raw: string,
+  ): Promise<UsableInviteCode | null | ServiceError> => {
     try {
-      return await inviteCodes.check(raw);
+      return await inviteCodes.check(raw, webOrigin(request, reply));
     } catch (error) {
       if (isRefusal(error, inviteCodeUnusable)) return null;
+      if (isRefusal(error, inviteCodeThrottled)) return error;
       throw error;
     }
+  };
+
+  /** The start page with the throttled refusal at the code field (429, Retry-After). */
+  const throttledStart = (request: FastifyRequest, reply: FastifyReply, refused: ServiceError) => {
+    retryAfterHeader(reply, refused);
+    return startPage(request, reply, { inviteCode: "" }, { inviteCode: refusalText(refused) }, 429);
   };
 
   app.post<{ Body: Form }>("/", { preHandler: app.csrfProtection }, async (request, reply) => {
     const code = text(request.body?.inviteCode).trim();
     const values = { inviteCode: code };
     if (code === "") return startPage(request, reply, values, { inviteCode: { key: "form.required" } }, 400);
-    const check = await usable(code);
+    const check = await usable(request, reply, code);
+    if (check instanceof ServiceError) return throttledStart(request, reply, check);
     if (check) return seeOther(reply, `/register/${check.code.code}`);
     // The field keeps no trace of the code: the answer is the same, byte for byte, for every code refused.
     return startPage(
@@ -113,7 +130,11 @@ export async function registrationPages(app: FastifyInstance, services: WebServi
 
   /** The code of the path, checked; sends the visitor to the start page when it cannot be used. */
   const usableCode = async (request: FastifyRequest<{ Params: { code: string } }>, reply: FastifyReply) => {
-    const check = await usable(request.params.code);
+    const check = await usable(request, reply, request.params.code);
+    if (check instanceof ServiceError) {
+      await throttledStart(request, reply, check);
+      return null;
+    }
     if (check) return check.code;
     await seeOther(reply, unusableCodeNotice);
     return null;
@@ -145,10 +166,12 @@ export async function registrationPages(app: FastifyInstance, services: WebServi
           localPart,
           password,
           locale: request.web.locale,
+          origin: webOrigin(request, reply),
         });
       } catch (error) {
         // The code went away meanwhile (another registration took it): back to the start page.
         if (isRefusal(error, inviteCodeUnusable)) return seeOther(reply, unusableCodeNotice);
+        if (isRefusal(error, inviteCodeThrottled)) return throttledStart(request, reply, error);
         if (!isRefusal(error, registrationRefused)) throw error;
         const { problems } = error.params;
         const taken = problems.some((p) => p.field === "localPart" && p.reason === "taken");
