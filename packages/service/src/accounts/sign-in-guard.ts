@@ -348,9 +348,9 @@ export class SignInGuard {
             .then(1)
             .else(eb("failures", "+", 1))
             .end();
+          // MariaDB assigns left to right, each assignment seeing the ones before it: the block is
+          // computed first, from the row as it was, as PostgreSQL and SQLite always do.
           return {
-            failures: counted,
-            last_failure_at: now,
             // Blocks at once when this attempt reaches the free failures; #settle raises it exactly.
             blocked_until: eb
               .case()
@@ -358,6 +358,8 @@ export class SignInGuard {
               .then(now + policy.firstDelay)
               .else(0)
               .end(),
+            failures: counted,
+            last_failure_at: now,
             ...(exclusive ? { busy_until: lease } : {}),
           };
         })
