@@ -125,7 +125,7 @@ const passdbRows = (kind: "plain" | "addressed", what: string) => {
     of: (b) => each(b, (r) => r.passdb?.service.p50Ms),
   });
   rows.push({
-    name: `raw Argon2 in the same run, sign-ins/s`,
+    name: `raw Argon2 in the runs of passdb ${what}, sign-ins/s`,
     digits: 2,
     of: (b) => each(b, (r) => r.passdb?.argon2Raw.rps),
   });
