@@ -218,6 +218,8 @@ export interface KeyedRequest {
   body?: string;
   /** What the key stands for, for the statistics. */
   kind: "existing" | "unknown" | "deleted";
+  /** A sign-in's X-Client-Address, as Dovecot's adapter sends the IMAP client's address. */
+  clientAddress?: string;
 }
 
 export type LookupEndpoint = "domain" | "mailbox" | "alias" | "senders" | "smtp_quota" | "userdb";
@@ -288,7 +290,12 @@ export function keyList(endpoint: LookupEndpoint, size: DatasetSize, count: numb
 }
 
 /** passdb requests for active MailCrypt users, with the right password: the full sign-in path. */
-export function passdbList(size: DatasetSize, count: number, seed: number): KeyedRequest[] {
+export function passdbList(
+  size: DatasetSize,
+  count: number,
+  seed: number,
+  withClientAddresses = false,
+): KeyedRequest[] {
   const random = prng(seed);
   const list: KeyedRequest[] = [];
   const candidates = Math.floor(size.users / 10);
@@ -298,6 +305,8 @@ export function passdbList(size: DatasetSize, count: number, seed: number): Keye
       path: endpointPath.userdb + userEmail(i, size),
       body: JSON.stringify({ password: benchPassword }),
       kind: "existing",
+      // Each user signs in from an address of their own (10.0.0.0/8), always the same one.
+      ...(withClientAddresses ? { clientAddress: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` } : {}),
     });
   }
   return list;

@@ -35,6 +35,7 @@ function post(agent: Agent, url: URL, token: string, item: KeyedRequest): Promis
           authorization: `Bearer ${token}`,
           "content-type": "application/json",
           "content-length": body.length,
+          ...(item.clientAddress ? { "x-client-address": item.clientAddress } : {}),
         },
       },
       (response) => {

@@ -5,13 +5,14 @@
  *   node bench/run.ts [--smoke] [--out FILE] [--generator wrk|autocannon] [--profile DIR]
  *                     [--databases sqlite,postgres,mariadb] [--skip-passdb] [--skip-web] [--endpoints a,b]
  *                     [--connections 1,16,64] [--skip-postfix-adapter] [--skip-import]
+ *                     [--passdb-client-addresses]
  *
  * PostgreSQL and MariaDB runs happen when TEST_POSTGRES_URL / TEST_MARIADB_URL are set: a fresh
  * database is created on that server for the run and dropped afterwards.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
+import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -58,6 +59,7 @@ const { values: args } = parseArgs({
     "skip-baseline": { type: "boolean", default: false },
     "skip-postfix-adapter": { type: "boolean", default: false },
     "skip-import": { type: "boolean", default: false },
+    "passdb-client-addresses": { type: "boolean", default: false },
   },
 });
 
@@ -393,9 +395,17 @@ const results = {
     memoryGiB: Math.round(totalmem() / 2 ** 30),
     node: process.version,
     note: "load generator, baseline and service share the same CPUs",
+    /** 1, 5 and 15 minute load averages when the run started and when it ended (others share the host). */
+    loadAverage: { start: loadavg(), end: [] as number[] },
   },
   loadGenerator: generator.version,
-  settings: { ...settings, saturatedLookups: saturated, keysPerList, dataset: size },
+  settings: {
+    ...settings,
+    saturatedLookups: saturated,
+    keysPerList,
+    dataset: size,
+    passdbClientAddresses: args["passdb-client-addresses"] ?? false,
+  },
   datasets: {} as Record<string, Omit<GeneratedDataset, "tokens">>,
   keyChecks: {} as Record<string, EndpointCheck>,
   /** Per target: the baseline runs paired with its lookup runs. */
@@ -526,7 +536,9 @@ function postfixAdapterPhase(): Promise<NonNullable<typeof results.postfixAdapte
 }
 
 async function passdbPhases(service: Server, tokens: GeneratedDataset["tokens"]) {
-  const list = passdbList(size, 2000, 7);
+  // With --passdb-client-addresses each sign-in carries X-Client-Address, as the contrib Dovecot
+  // adapter sends it (without it, every sign-in comes from the one anonymous client).
+  const list = passdbList(size, 2000, 7, args["passdb-client-addresses"]);
   const { passdbConcurrency: concurrency, passdbSeconds: seconds } = settings;
   log("argon2: the raw rate (same library, same pool size)");
   const argon2Raw = await runArgon2Raw(seconds, concurrency, credentials);
@@ -700,6 +712,7 @@ for (const t of results.postfixAdapter?.targets ?? [])
 for (const t of results.import?.targets ?? []) results.targets.push({ ...t, name: `import: ${t.name}` });
 for (const t of results.webAdmin?.targets ?? []) results.targets.push({ ...t, name: `web admin: ${t.name}` });
 results.totalSeconds = (Date.now() - started) / 1000;
+results.machine.loadAverage.end = loadavg();
 
 const out =
   args.out ??
