@@ -8,6 +8,7 @@ import { RecoveryService } from "./accounts/recovery.ts";
 import { RegistrationService } from "./accounts/registration.ts";
 import { ReservedNameService } from "./accounts/reserved-names.ts";
 import { RetentionService } from "./accounts/retention.ts";
+import { SecurityEventLog } from "./accounts/security-events.ts";
 import { SettingsService } from "./accounts/settings.ts";
 import { SetupService } from "./accounts/setup.ts";
 import { SignInService } from "./accounts/sign-in.ts";
@@ -55,6 +56,8 @@ export interface Services {
   openPgpIdentities: OpenPgpIdentityService;
   /** The e-mail outbox: `services.mail.welcome(trx, ...)` inside the change's transaction. */
   mail: MailOutbox;
+  /** The security event log: written by the services above in their transactions, read by owners and admins. */
+  securityEvents: SecurityEventLog;
   /** Recovery with the recovery token (the public /recovery page). */
   recovery: RecoveryService;
   /** Invitations and registration (web, admin area, importer): codes, reserved names, /init. */
@@ -87,13 +90,14 @@ export function createServices(
   const passwordPolicy = new PasswordPolicy(options.pwnedPasswordsUrl ?? null, {
     ...(options.onPasswordLookupError ? { onLookupError: options.onPasswordLookupError } : {}),
   });
-  const users = new UserService(db, pool, settings, events, passwordPolicy);
+  const securityEvents = new SecurityEventLog(db);
+  const users = new UserService(db, pool, settings, events, passwordPolicy, securityEvents);
   const signInThrottle = new SignInThrottle(db);
   const domains = new DomainService(db);
   const mail = new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock });
   const inviteCodes = new InviteCodeService(db);
   const reservedNames = new ReservedNameService(db);
-  const lifecycle = new LifecycleService(db, pool, settings, users, events);
+  const lifecycle = new LifecycleService(db, pool, settings, users, events, securityEvents);
   const openPgpKeys = new OpenPgpKeyService(db);
   // Every alias a user creates on the pages sends "alias created" to its owner (reference 5.10).
   const userAliases = new UserAliasService(db, lifecycle, reservedNames, (trx, alias, owner, { locale }) =>
@@ -119,11 +123,12 @@ export function createServices(
     wkd: new WkdService(db),
     openPgpKeys,
     webhooks: new WebhookService(db),
-    twoFactor: new TwoFactorService(db, users, settings),
+    twoFactor: new TwoFactorService(users, settings, securityEvents),
     userAliases,
     openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
     mail,
-    recovery: new RecoveryService(db, pool, signInThrottle, mail, passwordPolicy),
+    securityEvents,
+    recovery: new RecoveryService(db, pool, signInThrottle, mail, passwordPolicy, securityEvents),
     inviteCodes,
     reservedNames,
     registration: new RegistrationService(db, users, inviteCodes, reservedNames, mail),

@@ -9,7 +9,7 @@ import {
 } from "../src/accounts/invite-codes.ts";
 import { registrationRefused } from "../src/accounts/registration.ts";
 import { isRefusal, ServiceError } from "../src/errors.ts";
-import { password } from "./helpers/fixtures.ts";
+import { byTest, password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
 const day = 86400;
@@ -168,7 +168,7 @@ describe("invite codes and registration", () => {
     const spam = await newCode("spam@example.org");
     const suspicious = await newCode("sus@example.org");
     const gone = await newCode("gone@example.org");
-    await service.services.lifecycle.delete("gone@example.org");
+    await service.services.lifecycle.delete("gone@example.org", byTest);
     const closed = await newCode("bob@closed.org", "closed.org");
     const problem = async (code: InviteCode) => {
       const check = await codes().validate(code.code);
@@ -189,7 +189,7 @@ describe("invite codes and registration", () => {
   test("the local part: 3-32 of [a-z0-9._-] after lower-casing, our address syntax, free (users and aliases, deleted ones too, reserved names); the password policy", async () => {
     const code = await newCode();
     await users().create({ email: "former@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.delete("former@example.org");
+    await service.services.lifecycle.delete("former@example.org", byTest);
     await service.services.aliases.create({
       source: "oldalias@example.org",
       destinations: ["alice@example.org"],

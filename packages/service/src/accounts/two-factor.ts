@@ -1,8 +1,7 @@
-import type { Kysely } from "kysely";
 import { generateTotpSecret, totpStepFor } from "../credentials/totp.ts";
-import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { endWebSessions } from "./queries.ts";
+import type { SecurityEventLog, SecurityEventOrigin } from "./security-events.ts";
 import type { SettingsService } from "./settings.ts";
 import type { User, UserService } from "./users.ts";
 
@@ -28,14 +27,14 @@ export const pendingTotpSeconds = 30 * 60;
  * Switching off clears the backup codes too (the reference keeps them).
  */
 export class TwoFactorService {
-  readonly #db: Kysely<Database>;
   readonly #users: UserService;
   readonly #settings: SettingsService;
+  readonly #securityEvents: SecurityEventLog;
 
-  constructor(db: Kysely<Database>, users: UserService, settings: SettingsService) {
-    this.#db = db;
+  constructor(users: UserService, settings: SettingsService, securityEvents: SecurityEventLog) {
     this.#users = users;
     this.#settings = settings;
+    this.#securityEvents = securityEvents;
   }
 
   offer(now = Date.now()): PendingTotp {
@@ -61,27 +60,33 @@ export class TwoFactorService {
 
   /**
    * Switches TOTP on when `code` is valid for the offered secret; returns the backup codes, shown
-   * once. The user's other web sessions end (they were opened without the second factor).
-   * Throws `invalid("code: ...")` for a wrong code, nothing changed.
+   * once. The user's other web sessions end in the same transaction (they were opened without
+   * the second factor). Throws `invalid("code: ...")` for a wrong code, nothing changed.
    */
   async confirm(
     user: User,
     pending: PendingTotp,
     code: string,
+    origin: SecurityEventOrigin,
     options: { keepSessionIdHash?: string } = {},
   ): Promise<string[]> {
     const step = totpStepFor(pending.secret, code, Date.now(), null);
     if (step === null) throw totpCodeWrong();
-    const { backupCodes } = await this.#users.enableTotp(
-      user.email,
-      { secret: pending.secret },
-      { usedStep: step },
-    );
-    await endWebSessions(this.#db, user.id, options.keepSessionIdHash);
+    const { backupCodes } = await this.#users.enableTotp(user.email, { secret: pending.secret }, origin, {
+      usedStep: step,
+      within: async (trx) => {
+        await endWebSessions(
+          trx,
+          this.#securityEvents,
+          { user, origin, because: "two_factor_enabled" },
+          options.keepSessionIdHash,
+        );
+      },
+    });
     return backupCodes;
   }
 
-  async disable(user: User): Promise<void> {
-    await this.#users.disableTotp(user.email);
+  async disable(user: User, origin: SecurityEventOrigin): Promise<void> {
+    await this.#users.disableTotp(user.email, origin);
   }
 }

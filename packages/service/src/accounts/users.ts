@@ -13,6 +13,7 @@ import { containsText, type Listing, type Page } from "./paging.ts";
 import type { PasswordPolicy } from "./password-policy.ts";
 import { activeUserRow, isActiveUser, isManagedDomainNamed, managedDomain } from "./queries.ts";
 import { isRole, normalizeRoles, parseStoredRoles, type Role } from "./roles.ts";
+import type { SecurityEventLog, SecurityEventOrigin } from "./security-events.ts";
 import type { SettingsService } from "./settings.ts";
 
 export interface SmtpQuota {
@@ -283,6 +284,7 @@ export class UserService {
   readonly #pool: CryptoPool;
   readonly #settings: SettingsService;
   readonly #events: AccountEvents;
+  readonly #securityEvents: SecurityEventLog;
   /** The one password rule, for every door that sets a password (accounts/password-policy.ts). */
   readonly passwordPolicy: PasswordPolicy;
 
@@ -292,12 +294,14 @@ export class UserService {
     settings: SettingsService,
     events: AccountEvents,
     passwordPolicy: PasswordPolicy,
+    securityEvents: SecurityEventLog,
   ) {
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
     this.#events = events;
     this.passwordPolicy = passwordPolicy;
+    this.#securityEvents = securityEvents;
   }
 
   /** Any user with this address, deleted ones included. */
@@ -467,11 +471,12 @@ export class UserService {
   /**
    * Switches TOTP on with the given secret and backup codes, generating what is not given.
    * `usedStep`: the step of the code that confirmed a self-service enrolment, so that code cannot
-   * sign in afterwards (a code works once).
+   * sign in afterwards (a code works once). `two_factor.enabled` is recorded with the change.
    */
   async enableTotp(
     target: UserTarget,
     input: TotpInput,
+    origin: SecurityEventOrigin,
     options: { usedStep?: number; within?: Within } = {},
   ): Promise<{ secret: string; backupCodes: string[] }> {
     const user = await this.active(target);
@@ -508,14 +513,21 @@ export class UserService {
         })
         .where("id", "=", user.id)
         .execute();
+      await this.#securityEvents.record(trx, user, origin, { type: "two_factor.enabled" });
       await options.within?.(trx);
     });
     return { secret, backupCodes: codes };
   }
 
-  async disableTotp(target: UserTarget, db: Kysely<Database> = this.#db): Promise<void> {
-    const user = await this.active(target, db);
-    await db
+  /** Switches TOTP off (and its backup codes); `two_factor.disabled` when it was on. */
+  async disableTotp(
+    target: UserTarget,
+    origin: SecurityEventOrigin,
+    trx?: Transaction<Database>,
+  ): Promise<void> {
+    if (!trx) return this.#db.transaction().execute((t) => this.disableTotp(target, origin, t));
+    const user = await this.active(target, trx);
+    const updated = await trx
       .updateTable("users")
       .set({
         totp_secret: null,
@@ -525,7 +537,13 @@ export class UserService {
         updated_at: nowSeconds(),
       })
       .where("id", "=", user.id)
-      .execute();
+      .where((eb) => eb.or([eb("totp_confirmed", "=", 1), eb("totp_secret", "is not", null)]))
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) > 0)
+      await this.#securityEvents.record(trx, user, origin, {
+        type: "two_factor.disabled",
+        detail: { how: "switched_off" },
+      });
   }
 
   /** An address is taken by any user or alias, deleted ones included: addresses are never reused. */

@@ -15,7 +15,7 @@ import {
   signOutOnPage,
   submitSecondFactor,
 } from "../helpers/browser.ts";
-import { password } from "../helpers/fixtures.ts";
+import { byTest, password } from "../helpers/fixtures.ts";
 import { startService, type TestService } from "../helpers/service.ts";
 
 const skip = browserUnavailable();
@@ -272,7 +272,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
     const [delivery] = (
       await service.services.webhooks.deliveries(Number(endpointId), { limit: 1, offset: 0 })
     ).items;
-    await service.services.lifecycle.delete(leaving);
+    await service.services.lifecycle.delete(leaving, byTest);
     const [token] = await service.services.tokens.list();
     const paths = [
       "/admin",

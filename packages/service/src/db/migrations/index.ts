@@ -3,6 +3,7 @@ import { webhooksAndJobs } from "./0002-webhooks-and-jobs.ts";
 import { inactivityPeriods } from "./0003-inactivity-periods.ts";
 import { people } from "./0004-people.ts";
 import { admin } from "./0005-admin.ts";
+import { securityEvents } from "./0007-security-events.ts";
 import type { VersionedMigration } from "./types.ts";
 
 /** Applied in key order; a released migration is never edited, only followed by a new one. */
@@ -12,4 +13,5 @@ export const migrations: Record<string, VersionedMigration> = {
   "0003-inactivity-periods": inactivityPeriods,
   "0004-people": people,
   "0005-admin": admin,
+  "0007-security-events": securityEvents,
 };

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ownerOrigin } from "../../accounts/security-events.ts";
 import { addFlash, type FieldErrors, isSpam, seeOther, type WebServices } from "../context.ts";
 import { signedIn } from "../guards.ts";
 import { confirmPassword, newPasswordFields, repeatErrors } from "../password-confirmation.ts";
@@ -15,6 +16,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
   const guarded = { preHandler: signedIn };
   const posted = { preHandler: [app.csrfProtection, signedIn] };
   const me = (request: FastifyRequest) => request.web.session!.user;
+  const origin = (request: FastifyRequest) => ownerOrigin("web", request.ip);
 
   app.get("/account", guarded, async (request, reply) => {
     const session = request.web.session!;
@@ -51,7 +53,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     const confirmed = await confirmPassword(request, reply, services, current, "currentPassword");
     if ("errors" in confirmed) return passwordForm(request, reply, confirmed.errors, confirmed.status);
     try {
-      await lifecycle.changePassword(confirmed.proof, next, {
+      await lifecycle.changePassword(confirmed.proof, next, origin(request), {
         keepSessionIdHash: request.web.session!.idHash,
       });
     } catch (error) {
@@ -71,7 +73,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
     if ("errors" in confirmed)
       return render(request, reply, "account/recovery-token", { errors: confirmed.errors }, confirmed.status);
-    const token = await lifecycle.renewRecoveryToken(confirmed.proof);
+    const token = await lifecycle.renewRecoveryToken(confirmed.proof, origin(request));
     // Shown in this answer only: never in a URL, a log or the session.
     return render(request, reply, "recovery-token-show", { token, action: "/account/recovery-token/ack" });
   });
@@ -97,7 +99,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
   );
 
   app.post("/account/sessions/end-all", posted, async (request, reply) => {
-    await sessions.endAll(me(request).id);
+    await lifecycle.signOutEverywhere(me(request), origin(request));
     clearSessionCookie(request, reply);
     return seeOther(reply, "/login?notice=signedOut");
   });
@@ -108,7 +110,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
     if ("errors" in confirmed)
       return render(request, reply, "account/delete", { errors: confirmed.errors }, confirmed.status);
-    await lifecycle.delete(confirmed.proof.user);
+    await lifecycle.delete(confirmed.proof.user, origin(request));
     clearSessionCookie(request, reply);
     return seeOther(reply, "/login?notice=deleted");
   });

@@ -10,6 +10,7 @@ import {
   passwordTooLong,
   passwordTooShort,
 } from "../../../accounts/password-policy.ts";
+import { ownerOrigin } from "../../../accounts/security-events.ts";
 import type { SignInService } from "../../../accounts/sign-in.ts";
 import { type AnyRefusal, ServiceError } from "../../../errors.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
@@ -152,7 +153,11 @@ export async function webmailRoutes(
         return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed }, retryAfter);
       }
       try {
-        await services.lifecycle.changePassword(result.proof, newPassword);
+        await services.lifecycle.changePassword(
+          result.proof,
+          newPassword,
+          ownerOrigin("webmail", throttleFor(request).throttle.client ?? request.ip),
+        );
       } catch (error) {
         const words = policyRefusals.find(
           ([definition]) => error instanceof ServiceError && error.is(definition),
