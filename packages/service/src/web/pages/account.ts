@@ -1,13 +1,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ownerOrigin } from "../../accounts/security-events.ts";
+import { formatDateTime } from "../../i18n/dates.ts";
 import { addFlash, type FieldErrors, isSpam, seeOther, type WebServices } from "../context.ts";
 import { signedIn } from "../guards.ts";
 import { confirmPassword, newPasswordFields, repeatErrors } from "../password-confirmation.ts";
 import { refusalOnField } from "../refusals.ts";
 import { render } from "../render.ts";
+import { ownerRow } from "../security-event-texts.ts";
+import { pageLinks, pageOf } from "./admin/common.ts";
 import { clearSessionCookie } from "./sign-in.ts";
 
 type Form = Record<string, string | undefined>;
+const activityPerPage = 50;
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
 
 /** `/account` and its settings pages that need nothing but the account itself. */
@@ -103,6 +107,31 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     clearSessionCookie(request, reply);
     return seeOther(reply, "/login?notice=signedOut");
   });
+
+  app.get<{ Querystring: Record<string, string | undefined> }>(
+    "/account/activity",
+    guarded,
+    async (request, reply) => {
+      const page = pageOf(request.query);
+      const [listing, days] = await Promise.all([
+        services.securityEvents.forUser(me(request).id, {
+          limit: activityPerPage,
+          offset: (page - 1) * activityPerPage,
+        }),
+        settings.get("security_event_days"),
+      ]);
+      const t = request.web.t;
+      return render(request, reply, "account/activity", {
+        days,
+        total: listing.total,
+        events: listing.items.map((event) => ({
+          ...ownerRow(t, event),
+          when: formatDateTime(request.web.locale, event.at),
+        })),
+        ...pageLinks("/account/activity", {}, { page, perPage: activityPerPage, total: listing.total }),
+      });
+    },
+  );
 
   app.get("/account/delete", guarded, (request, reply) => render(request, reply, "account/delete"));
 
