@@ -39,7 +39,8 @@ const touchEverySeconds = 60;
 /**
  * Web sessions in the database, so every instance knows them and any of them can be ended: by
  * signing out, "sign out everywhere", a password change or reset (accounts/queries.ts
- * endWebSessions, which records the security event), the idle and absolute lifetimes of the settings, or the user's deletion.
+ * endWebSessions, which records the security event), the idle and absolute lifetimes of the
+ * settings, or the user's deletion.
  */
 export class WebSessions {
   readonly #db: Kysely<Database>;

@@ -210,6 +210,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
       "/account/password",
       "/account/recovery-token",
       "/account/sessions",
+      "/account/activity",
       "/account/delete",
       "/account/twofactor",
       "/account/alias",
@@ -308,6 +309,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
       `/admin/webhook-deliveries/${delivery?.id}`,
       "/admin/maintenance",
       "/admin/audit-log",
+      "/admin/security-events",
     ];
     for (const path of paths) await visit(page, path);
 
@@ -343,6 +345,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
       "/admin/aliases",
       "/admin/invite-codes",
       "/admin/openpgp-keys",
+      "/admin/security-events",
     ])
       await visit(scoped.page, path);
     await visit(scoped.page, "/admin/domain");

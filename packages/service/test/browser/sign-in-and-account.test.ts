@@ -200,6 +200,13 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
     const opened = await openSecretBox(user.recoverySecretBox!, token, service.services.pool);
     assert.ok(opened.length > 100);
 
+    // The new recovery token is on the account's activity page, which is as accessible as the rest.
+    await page.goto(`${service.url}/account`);
+    await page.getByRole("link", { name: "Account activity" }).click();
+    await page.waitForURL(`${service.url}/account/activity`);
+    assert.match(await page.locator("#activity").innerText(), /New recovery token created/);
+    assert.deepEqual(await seriousViolations(page), []);
+
     await page.goto(`${service.url}/account/sessions`);
     await page.getByRole("button", { name: "Sign out everywhere" }).click();
     await page.waitForURL(/\/login/);
