@@ -459,6 +459,34 @@ describe("security event log", () => {
     const unknown = (await rows()).find((row) => row.client_address === "192.0.2.4");
     assert.equal(unknown?.email, null);
   });
+
+  test("a reset stops what it wipes: a second factor that was on and a recovery in progress", async () => {
+    const { admin, database, users } = service.services;
+    const email = "alice@example.org";
+    const totp = await users.enableTotp(email, {}, ownerOrigin("web", "192.0.2.5"));
+    secrets.push(totp.secret, ...totp.backupCodes);
+    await database.db
+      .updateTable("users")
+      .set({ recovery_start_time: Math.floor(Date.now() / 1000) - 3600 })
+      .where("email", "=", email)
+      .execute();
+    const count = (await rows(email)).length;
+    await admin.users.reset(consoleActor, email, password);
+    assert.deepEqual(
+      (await rows(email))
+        .slice(count)
+        .map((row) => [row.type, row.door, row.actor, JSON.parse(row.detail ?? "null")]),
+      [
+        ["password.changed", "console", "console", { how: "reset" }],
+        ["two_factor.disabled", "console", "console", { how: "reset" }],
+        ["recovery.stopped", "console", "console", { how: "reset" }],
+        // Alice's page session of the scope test.
+        ["sessions.ended", "console", "console", { sessions: 1, because: "password_reset" }],
+      ],
+    );
+    const text = JSON.stringify((await rows(email)).map((row) => [row.detail, row.email, row.actor]));
+    for (const secret of [totp.secret, ...totp.backupCodes]) assert.ok(!text.includes(secret));
+  });
 });
 
 describe("security event log: the console", () => {

@@ -9,7 +9,7 @@ import {
   sealSecretBox,
 } from "../credentials/mailcrypt.ts";
 import { hashPassword } from "../credentials/passwords.ts";
-import type { Database } from "../db/schema.ts";
+import { type Database, flag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
@@ -245,7 +245,7 @@ export class LifecycleService {
     await this.#db.transaction().execute(async (trx) => {
       const before = await trx
         .selectFrom("users")
-        .select(["recovery_start_time", "totp_secret"])
+        .select(["recovery_start_time", "totp_confirmed"])
         .where("id", "=", user.id)
         .executeTakeFirst();
       const updated = await trx
@@ -257,7 +257,7 @@ export class LifecycleService {
       if (Number(updated.numUpdatedRows) !== 1) throw userNotFound();
       const events = this.#securityEvents;
       await events.record(trx, user, origin, { type: "password.changed", detail: { how: "reset" } });
-      if (before?.totp_secret != null)
+      if (before && flag(before.totp_confirmed))
         await events.record(trx, user, origin, { type: "two_factor.disabled", detail: { how: "reset" } });
       if (recoveryInProgress(before?.recovery_start_time ?? null))
         await events.record(trx, user, origin, { type: "recovery.stopped", detail: { how: "reset" } });
