@@ -71,7 +71,13 @@ async function queryPlans(file: string, search: string) {
         statements.push({ sql: event.query.sql, parameters: event.query.parameters });
     },
   });
-  const users = new AdminUsers(db, undefined as never, undefined as never, undefined as never);
+  const users = new AdminUsers(
+    db,
+    undefined as never,
+    undefined as never,
+    undefined as never,
+    undefined as never,
+  );
   await users.list(consoleActor, { search, status: "active" }, {});
   const plans = statements
     .filter((s) => s.sql.includes('from "users"'))

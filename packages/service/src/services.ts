@@ -1,5 +1,6 @@
 import { AliasService } from "./accounts/aliases.ts";
 import { DomainService } from "./accounts/domains.ts";
+import { guessingNotice } from "./accounts/guessing.ts";
 import { IdentityService } from "./accounts/identity.ts";
 import { InviteCodeService } from "./accounts/invite-codes.ts";
 import { LifecycleService } from "./accounts/lifecycle.ts";
@@ -8,10 +9,11 @@ import { RecoveryService } from "./accounts/recovery.ts";
 import { RegistrationService } from "./accounts/registration.ts";
 import { ReservedNameService } from "./accounts/reserved-names.ts";
 import { RetentionService } from "./accounts/retention.ts";
+import { SecurityEventLog } from "./accounts/security-events.ts";
 import { SettingsService } from "./accounts/settings.ts";
 import { SetupService } from "./accounts/setup.ts";
 import { SignInService } from "./accounts/sign-in.ts";
-import { accountCeiling, SignInGuard } from "./accounts/sign-in-guard.ts";
+import { SignInGuard } from "./accounts/sign-in-guard.ts";
 import { TwoFactorService } from "./accounts/two-factor.ts";
 import { UserAliasService } from "./accounts/user-aliases.ts";
 import { UserService } from "./accounts/users.ts";
@@ -57,6 +59,8 @@ export interface Services {
   openPgpIdentities: OpenPgpIdentityService;
   /** The e-mail outbox: `services.mail.welcome(trx, ...)` inside the change's transaction. */
   mail: MailOutbox;
+  /** The security event log: written by the services above in their transactions, read by owners and admins. */
+  securityEvents: SecurityEventLog;
   /** Recovery with the recovery token (the public /recovery page). */
   recovery: RecoveryService;
   /** Invitations and registration (web, admin area, importer): codes, reserved names, /init. */
@@ -96,29 +100,26 @@ export function createServices(
   const passwordPolicy = new PasswordPolicy(options.pwnedPasswordsUrl ?? null, {
     ...(options.onPasswordLookupError ? { onLookupError: options.onPasswordLookupError } : {}),
   });
-  const users = new UserService(db, pool, settings, events, passwordPolicy, options.installationSecret);
+  const securityEvents = new SecurityEventLog(db);
+  const users = new UserService(
+    db,
+    pool,
+    settings,
+    events,
+    passwordPolicy,
+    securityEvents,
+    options.installationSecret,
+  );
   const domains = new DomainService(db);
   const mail = new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock });
   const signInGuard = new SignInGuard(db, {
     // The owner hears once per window that someone is guessing; unknown addresses get nothing.
-    onCeiling: async (account, kind) => {
-      if (kind !== "password" || !mail.enabled) return;
-      const user = await users.findByEmail(account);
-      if (!user || user.deleted) return;
-      await db.transaction().execute((trx) =>
-        mail.guessing(trx, {
-          email: user.email,
-          failures: accountCeiling.freeFailures,
-          clients: [],
-          locale: defaultLocale,
-        }),
-      );
-    },
+    onCeiling: guessingNotice(db, users, securityEvents, mail),
     ...(options.onGuardError ? { onError: options.onGuardError } : {}),
   });
   const inviteCodes = new InviteCodeService(db, signInGuard);
   const reservedNames = new ReservedNameService(db);
-  const lifecycle = new LifecycleService(db, pool, settings, users, events);
+  const lifecycle = new LifecycleService(db, pool, settings, users, events, securityEvents);
   const openPgpKeys = new OpenPgpKeyService(db);
   // Every alias a user creates on the pages sends "alias created" to its owner (reference 5.10).
   const userAliases = new UserAliasService(db, lifecycle, reservedNames, (trx, alias, owner, { locale }) =>
@@ -135,7 +136,7 @@ export function createServices(
     lifecycle,
     signInGuard,
     passwordPolicy,
-    signIn: new SignInService(db, pool, settings, users, signInGuard, (result) =>
+    signIn: new SignInService(db, pool, settings, users, signInGuard, securityEvents, (result) =>
       metrics.signIns.inc({ result }),
     ),
     identity: new IdentityService(db),
@@ -148,7 +149,8 @@ export function createServices(
     userAliases,
     openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
     mail,
-    recovery: new RecoveryService(db, pool, signInGuard, mail, passwordPolicy),
+    securityEvents,
+    recovery: new RecoveryService(db, pool, signInGuard, mail, passwordPolicy, securityEvents),
     inviteCodes,
     reservedNames,
     registration: new RegistrationService(db, users, inviteCodes, reservedNames, mail),

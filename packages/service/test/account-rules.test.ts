@@ -15,6 +15,7 @@ import { columnTypes } from "../src/db/migrations/types.ts";
 import { removeInactiveUsers } from "../src/jobs/jobs.ts";
 import { createLogger } from "../src/logger.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
+import { byTest } from "./helpers/fixtures.ts";
 import { runConsole } from "./helpers/process.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
@@ -131,7 +132,7 @@ describe("one owner per account rule", () => {
       const before = await stored("mc-chosen@example.org");
 
       const newPassword = "another long password";
-      const reset = await lifecycle.reset("mc-chosen@example.org", newPassword);
+      const reset = await lifecycle.reset("mc-chosen@example.org", newPassword, byTest);
       assert.ok(reset.recoveryToken, "the user's own choice is kept on reset");
       const after = await stored("mc-chosen@example.org");
       assert.equal(Number(after.mail_crypt), 1);
@@ -139,9 +140,9 @@ describe("one owner per account rule", () => {
       const unlocked = await signIn.signIn("mc-chosen@example.org", newPassword, { unlockMailCrypt: true });
       assert.equal(unlocked.kind === "ok" && unlocked.mailCrypt.state, "unlocked");
 
-      assert.equal((await lifecycle.reset("mc-plain@example.org", newPassword)).recoveryToken, null);
-      await lifecycle.delete("mc-chosen@example.org");
-      const restored = await lifecycle.restore("mc-chosen@example.org", password);
+      assert.equal((await lifecycle.reset("mc-plain@example.org", newPassword, byTest)).recoveryToken, null);
+      await lifecycle.delete("mc-chosen@example.org", byTest);
+      const restored = await lifecycle.restore("mc-chosen@example.org", password, byTest);
       assert.equal(restored.recoveryToken, null, "level 1: a restore is a create without a choice");
       assert.deepEqual(
         { ...(await stored("mc-chosen@example.org")), mail_crypt: 0 },
@@ -157,9 +158,9 @@ describe("one owner per account rule", () => {
       assert.equal(signedIn.kind === "ok" && signedIn.mailCrypt.state, "off");
 
       await setLevel(2);
-      await lifecycle.delete("mc-chosen@example.org");
-      assert.ok((await lifecycle.restore("mc-chosen@example.org", password)).recoveryToken);
-      assert.ok((await lifecycle.reset("mc-plain@example.org", password)).recoveryToken);
+      await lifecycle.delete("mc-chosen@example.org", byTest);
+      assert.ok((await lifecycle.restore("mc-chosen@example.org", password, byTest)).recoveryToken);
+      assert.ok((await lifecycle.reset("mc-plain@example.org", password, byTest)).recoveryToken);
       const optOut = await users.create({ email: "mc-optout@example.org", password, mailCrypt: false });
       assert.equal(optOut.recoveryToken, null);
     });
@@ -214,15 +215,15 @@ describe("one owner per account rule", () => {
       assert.equal((await signIn.signIn("seen@example.org", password)).kind, "ok");
       assert.equal(await lastLogin("seen@example.org"), exact, "a sign-in never moves it back to 00:00");
 
-      await lifecycle.delete("seen@example.org");
-      await lifecycle.restore("seen@example.org", password);
+      await lifecycle.delete("seen@example.org", byTest);
+      await lifecycle.restore("seen@example.org", password, byTest);
       assert.equal(await lastLogin("seen@example.org"), exact, "a restore keeps a newer exact time");
 
       const response = await call("PATCH", "/users/seen@example.org", { lastLoginTime: 1000 });
       assert.equal(response.status, 200, response.text);
       assert.equal(await lastLogin("seen@example.org"), 1000, "an admin's correction may go back");
-      await lifecycle.delete("seen@example.org");
-      await lifecycle.restore("seen@example.org", password);
+      await lifecycle.delete("seen@example.org", byTest);
+      await lifecycle.restore("seen@example.org", password, byTest);
       assert.equal(await lastLogin("seen@example.org"), today(), "a restore counts as activity");
       assert.equal((await call("PATCH", "/users/seen@example.org", { lastLoginTime: null })).status, 200);
       assert.equal(await lastLogin("seen@example.org"), null);
@@ -381,7 +382,7 @@ describe("one owner per account rule", () => {
     test("every path answers the same for a managed domain in any spelling and for a deleted user", async () => {
       const { users, lifecycle, identity, domains, signIn } = service.services;
       await users.create({ email: "gone@example.org", password, mailCrypt: false });
-      await lifecycle.delete("gone@example.org");
+      await lifecycle.delete("gone@example.org", byTest);
       assert.equal((await domains.find("EXAMPLE.org."))?.name ?? null, null, "a trailing dot is not a name");
       assert.equal((await domains.find("EXAMPLE.org"))?.name, "example.org");
       assert.equal(await identity.domainId("Example.ORG"), (await domains.get("example.org")).id);

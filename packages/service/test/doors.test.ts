@@ -31,7 +31,7 @@ import { createServices, type Services } from "../src/services.ts";
 import { webInterface } from "../src/web/plugin.ts";
 import { notFoundPage } from "../src/web/render.ts";
 import { freshDatabaseUrl, scratchDatabase } from "./helpers/databases.ts";
-import { password } from "./helpers/fixtures.ts";
+import { byTest, password } from "./helpers/fixtures.ts";
 import { consolePath } from "./helpers/process.ts";
 import { leaked, startRangeApi } from "./helpers/range-api.ts";
 import { installationSecret } from "./helpers/service.ts";
@@ -460,7 +460,7 @@ describe("one rule at every door", () => {
         async ready() {
           const browser = await adminBrowser();
           const { email } = await newUser("restore");
-          await service.services.lifecycle.delete(email);
+          await service.services.lifecycle.delete(email, byTest);
           const path = `/admin/users/${encodeURIComponent(email)}/restore`;
           return {
             async attempt(bad) {
@@ -516,7 +516,7 @@ describe("one rule at every door", () => {
         words: api,
         async ready() {
           const { email } = await newUser("apirestore");
-          await service.services.lifecycle.delete(email);
+          await service.services.lifecycle.delete(email, byTest);
           return {
             attempt: async (bad) =>
               jsonAnswer(

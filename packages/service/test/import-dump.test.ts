@@ -201,6 +201,20 @@ describe("app:export and app:import", () => {
           client_address: null,
         })
         .execute();
+      await db
+        .insertInto("security_events")
+        .values({
+          occurred_at: 1795000000,
+          type: "password.changed",
+          user_id: user.id,
+          email: "fresh@example.org",
+          domain_id: null,
+          door: "web",
+          client_address: "192.0.2.1",
+          actor: null,
+          detail: '{"how":"changed"}',
+        })
+        .execute();
       // Left out of every dump.
       await db
         .insertInto("web_sessions")

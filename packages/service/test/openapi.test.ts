@@ -854,6 +854,15 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
   await A(200, "GET", "/api/admin/audit-log", {}, { query: "action=user.create&domain=example.org&limit=5" });
   await A(200, "GET", "/api/admin/audit-log", {}, { query: "since=0&until=99999999999&target=alice" });
   await A(422, "GET", "/api/admin/audit-log", {}, { query: "action=user.exploded" });
+  await A(200, "GET", "/api/admin/security-events", {}, { query: "type=password.changed&since=0&limit=5" });
+  await A(
+    200,
+    "GET",
+    "/api/admin/security-events",
+    {},
+    { query: "email=alice@example.org&until=99999999999" },
+  );
+  await A(422, "GET", "/api/admin/security-events", {}, { query: "type=sign_in.exploded" });
 
   // ---- well-known (public)
   await c.expect(200, "GET", "/.well-known/openpgpkey/{domain}/hu/{hash}", {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { recoveryExpirySeconds, recoveryWaitSeconds } from "../src/accounts/recovery.ts";
 import { openSecretBox, publicKeyMatchesPrivateKey } from "../src/credentials/mailcrypt.ts";
-import { password } from "./helpers/fixtures.ts";
+import { byTest, password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
 /** The recovery rule (accounts/recovery.ts) on the test database: periods, e-mail, key material. */
@@ -88,7 +88,7 @@ describe("recovery with the recovery token", () => {
   test("the new password is refused before 2 days and after 30; between them it replaces every credential", async () => {
     const { email, token } = await newUser();
     const { recovery, users } = service.services;
-    await users.enableTotp(email, {});
+    await users.enableTotp(email, {}, byTest);
     await recovery.check(email, token, request);
     assert.equal((await recovery.complete(email, token, newPassword, request)).kind, "waiting");
 

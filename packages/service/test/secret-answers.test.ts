@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { password } from "./helpers/fixtures.ts";
+import { byTest, password } from "./helpers/fixtures.ts";
 import { startService, type TestResponse, type TestService } from "./helpers/service.ts";
 
 /** API answers carrying a secret are never kept by a cache: `Cache-Control: no-store`. */
@@ -16,7 +16,7 @@ describe("answers carrying a secret send Cache-Control: no-store", () => {
     await service.services.domains.create("example.org");
     await service.services.users.create({ email: "keys@example.org", password, mailCrypt: true });
     await service.services.users.create({ email: "gone@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.delete("gone@example.org");
+    await service.services.lifecycle.delete("gone@example.org", byTest);
   });
   after(() => service.close());
 

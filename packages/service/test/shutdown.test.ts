@@ -16,6 +16,7 @@ import { openDatabase } from "../src/db/database.ts";
 import { migrateToLatest } from "../src/db/migrate.ts";
 import { createServices } from "../src/services.ts";
 import { freshDatabaseUrl } from "./helpers/databases.ts";
+import { byTest } from "./helpers/fixtures.ts";
 import { type RunningService, startServiceProcess } from "./helpers/process.ts";
 import { installationSecret } from "./helpers/service.ts";
 
@@ -53,7 +54,7 @@ before(async () => {
   await services.users.create({ email: "alice@example.org", password, mailCrypt: false });
   for (let i = 0; i < 12; i++) {
     await services.users.create({ email: `gone${i}@example.org`, password, mailCrypt: false });
-    await services.lifecycle.delete(`gone${i}@example.org`);
+    await services.lifecycle.delete(`gone${i}@example.org`, byTest);
   }
   tokens = {
     mta: (await services.tokens.create("postfix", ["mta"])).plainToken,

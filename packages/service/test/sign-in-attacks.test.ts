@@ -48,6 +48,7 @@ describe("the sign-in guard under attack", () => {
     await db().deleteFrom("sign_in_failures").execute();
     await db().deleteFrom("trusted_clients").execute();
     await db().deleteFrom("mail_outbox").execute();
+    await db().deleteFrom("security_events").execute();
   });
 
   const api = (
@@ -328,6 +329,14 @@ describe("the sign-in guard under attack", () => {
     assert.equal(mails.length, 1, "one e-mail to the owner");
     assert.match(mails[0]!.subject, /guessing/);
     assert.ok(!mails[0]!.body.includes(wrong), "no guessed password in the e-mail");
+    assert.match(mails[0]!.body, /198\.18\.\d+\.1/, "the latest client addresses");
+    const ceiling = await db()
+      .selectFrom("security_events")
+      .select("type")
+      .where("type", "=", "guessing.ceiling_reached")
+      .where("email", "=", "alice@example.org")
+      .execute();
+    assert.equal(ceiling.length, 1, "the ceiling is a security event");
 
     // An unknown address answers the same way (counted alike), and nobody is mailed.
     const unknown: number[] = [];
@@ -370,6 +379,32 @@ describe("the sign-in guard under attack", () => {
       await run("nobody@example.org", "192.0.2.91"),
       await run("alice@example.org", "192.0.2.92"),
     );
+  });
+
+  test("sign-ins are security events: failures (unknown addresses too), a new client's success, throttled answers once a minute; not every IMAP connection of a known client", async () => {
+    const events = async () =>
+      (
+        await db()
+          .selectFrom("security_events")
+          .select(["type", "email", "door", "client_address"])
+          .orderBy("id")
+          .execute()
+      ).map((row) => `${row.type} ${row.email ?? "-"} ${row.door} ${row.client_address ?? "-"}`);
+    await passdb("alice@example.org", password, "192.0.2.31");
+    await passdb("alice@example.org", password, "192.0.2.31");
+    await smtp("nobody@example.org", wrong, "192.0.2.32");
+    for (let i = 0; i < 8; i++) await smtp("bob@example.org", wrong, "192.0.2.33");
+    const web = new WebClient(service.url);
+    await web.signIn("carol@example.org");
+    assert.deepEqual(await events(), [
+      "sign_in.succeeded alice@example.org passdb 192.0.2.31",
+      "sign_in.failed nobody@example.org mta_auth 192.0.2.32",
+      ...Array(5).fill("sign_in.failed bob@example.org mta_auth 192.0.2.33"),
+      "sign_in.throttled bob@example.org mta_auth 192.0.2.33",
+      "sign_in.succeeded carol@example.org web 127.0.0.1",
+    ]);
+    const rows = await db().selectFrom("security_events").selectAll().execute();
+    assert.ok(!JSON.stringify(rows).includes(wrong), "no password in any row");
   });
 
   test("a trusted client's parallel right sign-ins do not refuse each other (a phone's IMAP connections)", async () => {

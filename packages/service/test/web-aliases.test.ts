@@ -5,7 +5,7 @@ import type { UserAliasService } from "../src/accounts/user-aliases.ts";
 import type { User } from "../src/accounts/users.ts";
 import { flag } from "../src/db/schema.ts";
 import { ServiceError } from "../src/errors.ts";
-import { password } from "./helpers/fixtures.ts";
+import { byTest, password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
 /**
@@ -109,7 +109,7 @@ describe("the user's aliases: rules and the page's answers", () => {
       await accounts.create({ email: "spam@example.org", password, mailCrypt: false, roles: ["ROLE_SPAM"] })
     ).user;
     users.other = (await accounts.create({ email: "other@example.com", password, mailCrypt: false })).user;
-    await service.services.lifecycle.delete("gone@example.org");
+    await service.services.lifecycle.delete("gone@example.org", byTest);
     await adminAliases.create({ source: "old-team@example.org", destinations: ["bob@example.org"] });
     await service.services.lifecycle.deleteAlias("old-team@example.org");
     await adminAliases.create({ source: "team@example.org", destinations: ["bob@example.org"] });

@@ -12,7 +12,7 @@ import {
 } from "../src/accounts/invite-codes.ts";
 import { registrationRefused } from "../src/accounts/registration.ts";
 import { isRefusal, ServiceError } from "../src/errors.ts";
-import { password } from "./helpers/fixtures.ts";
+import { byTest, password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
 
 const day = 86400;
@@ -234,7 +234,7 @@ describe("invite codes and registration", () => {
     const spam = await newCode("spam@example.org");
     const suspicious = await newCode("sus@example.org");
     const gone = await newCode("gone@example.org");
-    await service.services.lifecycle.delete("gone@example.org");
+    await service.services.lifecycle.delete("gone@example.org", byTest);
     const closed = await newCode("bob@closed.org", "closed.org");
     // The reference checks the raw role list, so a spam-only owner's codes stayed valid (its bug 12).
     for (const code of [spam, suspicious, gone, closed]) assert.equal(await checked(code.code), "unusable");
@@ -247,7 +247,7 @@ describe("invite codes and registration", () => {
   test("the local part: 3-32 of [a-z0-9._-] after lower-casing, our address syntax, free (users and aliases, deleted ones too, reserved names); the password policy", async () => {
     const code = await newCode();
     await users().create({ email: "former@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.delete("former@example.org");
+    await service.services.lifecycle.delete("former@example.org", byTest);
     await service.services.aliases.create({
       source: "oldalias@example.org",
       destinations: ["alice@example.org"],
@@ -604,7 +604,7 @@ describe("invite codes and registration", () => {
     const used = (await codes().list({ search: "", limit: 1, offset: 0 }, { status: "redeemed" })).items[0]!;
     await users().create({ email: "leaving@example.org", password, mailCrypt: false });
     const ownerGone = await newCode("leaving@example.org");
-    await service.services.lifecycle.delete("leaving@example.org");
+    await service.services.lifecycle.delete("leaving@example.org", byTest);
     await service.services.domains.updateInvitations("closed.org", { enabled: false });
     const closedCode = await newCode("bob@closed.org", "closed.org");
     const refused = ["nope42", "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", used.code, ownerGone.code, closedCode.code, "abc"];

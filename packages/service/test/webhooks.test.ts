@@ -7,7 +7,7 @@ import { createBackground } from "../src/background.ts";
 import { createLogger } from "../src/logger.ts";
 import { DeliveryWorker } from "../src/webhooks/worker.ts";
 import { scratchDatabase } from "./helpers/databases.ts";
-import { password } from "./helpers/fixtures.ts";
+import { byTest, password } from "./helpers/fixtures.ts";
 import { runConsole, startServiceProcess } from "./helpers/process.ts";
 import { type Receiver, startReceiver } from "./helpers/receiver.ts";
 import { startService, type TestService } from "./helpers/service.ts";
@@ -48,7 +48,7 @@ describe("webhooks", () => {
   test("a deletion delivers a signed user.deleted with the exact bytes signed", async () => {
     await service.services.webhooks.create({ url: receiver.url, events: ["user.deleted"], secret });
     await service.services.users.create({ email: "del@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.delete("del@example.org");
+    await service.services.lifecycle.delete("del@example.org", byTest);
     assert.equal(await worker().runOnce(), 1);
     const [delivery] = await receiver.waitFor(1);
     assert.ok(delivery);
@@ -84,8 +84,8 @@ describe("webhooks", () => {
     });
     await service.services.users.create({ email: "f1@example.org", password, mailCrypt: false });
     await service.services.users.create({ email: "f2@example.com", password, mailCrypt: false });
-    await service.services.lifecycle.delete("f1@example.org");
-    await service.services.lifecycle.delete("f2@example.com");
+    await service.services.lifecycle.delete("f1@example.org", byTest);
+    await service.services.lifecycle.delete("f2@example.com", byTest);
     await worker().runOnce();
     const seen = receiver.received
       .map((r) => `${JSON.parse(r.body.toString()).type} ${JSON.parse(r.body.toString()).data.email}`)
@@ -112,7 +112,7 @@ describe("webhooks", () => {
         attempts: number;
       }[];
     await service.services.users.create({ email: "held@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.delete("held@example.org");
+    await service.services.lifecycle.delete("held@example.org", byTest);
     assert.equal((await pending()).length, 1, "queued while enabled");
 
     assert.equal((await call("PATCH", `/webhooks/${id}`, { enabled: false })).status, 200);
@@ -123,7 +123,7 @@ describe("webhooks", () => {
     const [held] = await pending();
     assert.equal(held?.attempts, 0, "held untouched: still pending, no attempt counted");
     await service.services.users.create({ email: "later@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.delete("later@example.org");
+    await service.services.lifecycle.delete("later@example.org", byTest);
     assert.equal((await pending()).length, 1, "no new event is queued while disabled");
 
     assert.equal((await call("PATCH", `/webhooks/${id}`, { enabled: true })).status, 200);
@@ -134,7 +134,7 @@ describe("webhooks", () => {
     // A failed delivery cannot be retried while its endpoint is disabled.
     receiver.respond = () => 503;
     await service.services.users.create({ email: "fails@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.delete("fails@example.org");
+    await service.services.lifecycle.delete("fails@example.org", byTest);
     assert.equal(await worker([]).runOnce(), 1);
     const failed = (await call("GET", `/webhooks/${id}/deliveries?status=failed`)).body.items[0];
     assert.ok(failed, "the delivery failed");
@@ -159,7 +159,7 @@ describe("webhooks", () => {
     });
     receiver.respond = (_d, index) => (index < 2 ? 500 : 200);
     await service.services.users.create({ email: "retry@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.reset("retry@example.org", "another password 123");
+    await service.services.lifecycle.reset("retry@example.org", "another password 123", byTest);
     const w = worker();
     assert.equal(await w.runOnce(), 1);
     assert.equal(await w.runOnce(), 0, "not due before 10 s");
@@ -195,7 +195,7 @@ describe("webhooks", () => {
     });
     receiver.respond = () => 503;
     await service.services.users.create({ email: "fail@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.delete("fail@example.org");
+    await service.services.lifecycle.delete("fail@example.org", byTest);
     const w = worker();
     for (const wait of [0, 10, 60, 360]) {
       skipped += wait * 1000;
@@ -230,7 +230,7 @@ describe("webhooks", () => {
       secret,
     });
     await service.services.users.create({ email: "down@example.org", password, mailCrypt: false });
-    await service.services.lifecycle.delete("down@example.org");
+    await service.services.lifecycle.delete("down@example.org", byTest);
     await worker().runOnce();
     const log = await service.services.webhooks.deliveries(endpoint.id, {
       status: "pending",
@@ -276,7 +276,7 @@ describe("webhooks", () => {
       for (const [index, answer] of [500, 200].entries()) {
         status = answer;
         await service.services.users.create({ email: `big${index}@example.org`, password, mailCrypt: false });
-        await service.services.lifecycle.delete(`big${index}@example.org`);
+        await service.services.lifecycle.delete(`big${index}@example.org`, byTest);
         assert.equal(await worker().runOnce(), 1);
         const deadline = Date.now() + 5000;
         while (sent.length <= index && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -317,7 +317,7 @@ describe("webhooks", () => {
     background.worker.start();
     try {
       await service.services.users.create({ email: "bg@example.org", password, mailCrypt: false });
-      await service.services.lifecycle.delete("bg@example.org");
+      await service.services.lifecycle.delete("bg@example.org", byTest);
       await receiver.waitFor(1);
     } finally {
       await background.stop();

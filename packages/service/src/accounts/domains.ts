@@ -6,6 +6,7 @@ import { parseNewDomain } from "./addresses.ts";
 import type { LifecycleService } from "./lifecycle.ts";
 import { containsText, type Listing, type Page } from "./paging.ts";
 import { isActiveUser, managedDomain } from "./queries.ts";
+import type { SecurityEventOrigin } from "./security-events.ts";
 import { flagInvalid, nowSeconds, toUser } from "./users.ts";
 
 export const domainNotFound = refusal("domain.not_found", "not_found", () => "domain not found");
@@ -207,9 +208,10 @@ export class DomainService {
     target: string | Domain,
     lifecycle: LifecycleService,
     force: boolean,
+    origin: SecurityEventOrigin,
     trx?: Transaction<Database>,
   ): Promise<void> {
-    if (!trx) return this.#db.transaction().execute((t) => this.delete(target, lifecycle, force, t));
+    if (!trx) return this.#db.transaction().execute((t) => this.delete(target, lifecycle, force, origin, t));
     const domain = typeof target === "string" ? await this.get(target, trx) : target;
     const contents = await this.contents(domain.id, trx);
     if (!force && (contents.activeUsers > 0 || contents.activeAliases > 0)) {
@@ -226,7 +228,7 @@ export class DomainService {
       .where(isActiveUser)
       .execute();
     // Each user as read here, not looked up again by its address.
-    for (const user of users) await lifecycle.delete(toUser(user), trx);
+    for (const user of users) await lifecycle.delete(toUser(user), origin, trx);
     const aliases = await trx
       .selectFrom("aliases")
       .select("source")

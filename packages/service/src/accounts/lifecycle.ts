@@ -9,7 +9,7 @@ import {
   sealSecretBox,
 } from "../credentials/mailcrypt.ts";
 import { hashPassword } from "../credentials/passwords.ts";
-import type { Database } from "../db/schema.ts";
+import { type Database, flag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
@@ -24,7 +24,9 @@ import {
 } from "./mail-crypt-policy.ts";
 import { passwordIdentical } from "./password-policy.ts";
 import { endWebSessions, isActiveUser } from "./queries.ts";
+import { recoveryExpirySeconds } from "./recovery.ts";
 import { isExemptFromInactivityDeletion } from "./roles.ts";
+import type { SecurityEventLog, SecurityEventOrigin } from "./security-events.ts";
 import type { SettingsService } from "./settings.ts";
 import type { ConfirmedPassword } from "./sign-in.ts";
 import { nowSeconds, toUser, type User, type UserService, type UserTarget, userNotFound } from "./users.ts";
@@ -77,6 +79,17 @@ export type InactiveDeletion = "deleted" | "exempt" | "skipped";
 
 type UserCondition = (eb: ExpressionBuilder<Database, "users">) => Expression<SqlBool>;
 
+/** A recovery was started and has not expired (recovery.ts): a reset or a new token stops it. */
+const recoveryInProgress = (startTime: number | null): boolean =>
+  startTime !== null && nowSeconds() - Number(startTime) <= recoveryExpirySeconds;
+
+/** Who deletes inactive users: the scheduled job. */
+const inactiveUserJob: SecurityEventOrigin = {
+  door: "job",
+  clientAddress: null,
+  actor: "job:remove-inactive-users",
+};
+
 /**
  * What happens to an account over its life: delete, reset, restore, password change. Each is one
  * transaction (the account row, its aliases, its OpenPGP keys and its events together), and every
@@ -88,6 +101,7 @@ export class LifecycleService {
   readonly #settings: SettingsService;
   readonly #users: UserService;
   readonly #events: AccountEvents;
+  readonly #securityEvents: SecurityEventLog;
 
   constructor(
     db: Kysely<Database>,
@@ -95,22 +109,25 @@ export class LifecycleService {
     settings: SettingsService,
     users: UserService,
     events: AccountEvents,
+    securityEvents: SecurityEventLog,
   ) {
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
     this.#users = users;
     this.#events = events;
+    this.#securityEvents = securityEvents;
   }
 
   /**
    * Soft delete: owned aliases deleted (their address stays taken), password unusable, keys,
-   * boxes and second factor wiped, OpenPGP keys of the freed addresses removed, `user.deleted`.
+   * boxes and second factor wiped, OpenPGP keys of the freed addresses removed, `user.deleted`
+   * and the security event `account.deleted`.
    */
-  async delete(target: UserTarget, trx?: Transaction<Database>): Promise<void> {
-    if (!trx) return this.#db.transaction().execute((t) => this.delete(target, t));
+  async delete(target: UserTarget, origin: SecurityEventOrigin, trx?: Transaction<Database>): Promise<void> {
+    if (!trx) return this.#db.transaction().execute((t) => this.delete(target, origin, t));
     const user = await this.#users.active(target, trx);
-    if (!(await this.#delete(user, trx))) throw userNotFound();
+    if (!(await this.#delete(user, trx, origin))) throw userNotFound();
   }
 
   /**
@@ -133,7 +150,7 @@ export class LifecycleService {
       if (isExemptFromInactivityDeletion(user.roles)) return "exempt";
       const stillInactive: UserCondition = (eb) =>
         eb.and([eb("roles", "=", row.roles), inactiveSince(cutoff)(eb)]);
-      return (await this.#delete(user, trx, stillInactive)) ? "deleted" : "skipped";
+      return (await this.#delete(user, trx, inactiveUserJob, stillInactive)) ? "deleted" : "skipped";
     });
   }
 
@@ -142,7 +159,12 @@ export class LifecycleService {
    * user still active (and `condition`, when given); when it matches nothing, nothing was written
    * and false is returned.
    */
-  async #delete(user: User, trx: Transaction<Database>, condition?: UserCondition): Promise<boolean> {
+  async #delete(
+    user: User,
+    trx: Transaction<Database>,
+    origin: SecurityEventOrigin,
+    condition?: UserCondition,
+  ): Promise<boolean> {
     const now = nowSeconds();
     let flag = trx
       .updateTable("users")
@@ -201,17 +223,31 @@ export class LifecycleService {
       .where("user_id", "=", user.id)
       .where("deleted", "=", 0)
       .execute();
-    await endWebSessions(trx, user.id);
+    await endWebSessions(trx, this.#securityEvents, { user, origin, because: "account_deleted" });
     await this.#events.record(trx, "user.deleted", user);
+    await this.#securityEvents.record(trx, user, origin, { type: "account.deleted" });
     return true;
   }
 
-  /** New password; new keys and recovery token where MailCrypt applies, none otherwise; 2FA off. */
-  async reset(target: UserTarget, rawPassword: string, within?: WithinCredentials): Promise<NewCredentials> {
+  /**
+   * New password; new keys and recovery token where MailCrypt applies, none otherwise; 2FA off, a
+   * recovery in progress stopped. Each of these is a security event of the reset's transaction.
+   */
+  async reset(
+    target: UserTarget,
+    rawPassword: string,
+    origin: SecurityEventOrigin,
+    within?: WithinCredentials,
+  ): Promise<NewCredentials> {
     const password = await this.#users.passwordPolicy.require(rawPassword);
     const user = await this.#users.active(target);
     const { hash, material } = await this.#newCredentials(user, password, "reset");
     await this.#db.transaction().execute(async (trx) => {
+      const before = await trx
+        .selectFrom("users")
+        .select(["recovery_start_time", "totp_confirmed"])
+        .where("id", "=", user.id)
+        .executeTakeFirst();
       const updated = await trx
         .updateTable("users")
         .set({ ...this.#credentialColumns(hash, material), updated_at: nowSeconds() })
@@ -219,7 +255,13 @@ export class LifecycleService {
         .where(isActiveUser)
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) throw userNotFound();
-      await endWebSessions(trx, user.id);
+      const events = this.#securityEvents;
+      await events.record(trx, user, origin, { type: "password.changed", detail: { how: "reset" } });
+      if (before && flag(before.totp_confirmed))
+        await events.record(trx, user, origin, { type: "two_factor.disabled", detail: { how: "reset" } });
+      if (recoveryInProgress(before?.recovery_start_time ?? null))
+        await events.record(trx, user, origin, { type: "recovery.stopped", detail: { how: "reset" } });
+      await endWebSessions(trx, events, { user, origin, because: "password_reset" });
       await this.#events.record(trx, "user.reset", user);
       await within?.(trx, { recoveryToken: material?.recoveryToken ?? null });
     });
@@ -234,6 +276,7 @@ export class LifecycleService {
   async restore(
     target: UserTarget,
     rawPassword: string,
+    origin: SecurityEventOrigin,
     within?: WithinCredentials,
   ): Promise<NewCredentials> {
     const password = await this.#users.passwordPolicy.require(rawPassword);
@@ -252,15 +295,20 @@ export class LifecycleService {
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) throw userIsActive();
       await recordActivity(trx, user, { kind: "restore" });
+      await this.#securityEvents.record(trx, user, origin, { type: "account.restored" });
       await within?.(trx, { recoveryToken: material?.recoveryToken ?? null });
     });
     return { recoveryToken: material?.recoveryToken ?? null };
   }
 
-  /** A password change by someone who knows the old one: the MailCrypt key is re-sealed, mail stays readable. */
+  /**
+   * A password change by someone who knows the old one: the MailCrypt key is re-sealed, mail stays
+   * readable; `password.changed` and the other sessions' end are recorded with it.
+   */
   async changePassword(
     proof: ConfirmedPassword,
     rawNewPassword: unknown,
+    origin: SecurityEventOrigin,
     options: { keepSessionIdHash?: string } = {},
   ): Promise<void> {
     const { user, password: oldPassword } = proof;
@@ -290,16 +338,33 @@ export class LifecycleService {
         .where("password", "=", user.passwordHash)
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) throw passwordChangedConcurrently();
-      await endWebSessions(trx, user.id, options.keepSessionIdHash);
+      const events = this.#securityEvents;
+      await events.record(trx, user, origin, { type: "password.changed", detail: { how: "changed" } });
+      await endWebSessions(
+        trx,
+        events,
+        { user, origin, because: "password_changed" },
+        options.keepSessionIdHash,
+      );
     });
+  }
+
+  /** "Sign out everywhere": every web session of the user ends, the one asking included. */
+  async signOutEverywhere(user: User, origin: SecurityEventOrigin): Promise<void> {
+    await this.#db
+      .transaction()
+      .execute((trx) =>
+        endWebSessions(trx, this.#securityEvents, { user, origin, because: "signed_out_everywhere" }),
+      );
   }
 
   /**
    * A new recovery token for a user who knows the password: the MailCrypt private key is sealed
    * under it (a user without keys gets a pair first, not switched on), which makes the old token
-   * useless and stops a recovery in progress. The token is returned once and never stored.
+   * useless and stops a recovery in progress (`recovery.stopped`). The token is returned once and
+   * never stored.
    */
-  async renewRecoveryToken(proof: ConfirmedPassword): Promise<string> {
+  async renewRecoveryToken(proof: ConfirmedPassword, origin: SecurityEventOrigin): Promise<string> {
     const { user, password } = proof;
     let privateKey: string;
     let publicKey = user.mailCryptPublicKey;
@@ -319,20 +384,38 @@ export class LifecycleService {
     }
     const recoveryToken = newRecoveryToken();
     const recoverySecretBox = await sealSecretBox(privateKey, recoveryToken, this.#pool);
-    const updated = await this.#db
-      .updateTable("users")
-      .set({
-        mail_crypt_public_key: publicKey,
-        mail_crypt_secret_box: secretBox,
-        recovery_secret_box: recoverySecretBox,
-        recovery_start_time: null,
-        updated_at: nowSeconds(),
-      })
-      .where("id", "=", user.id)
-      .where("password", "=", user.passwordHash)
-      .where(isActiveUser)
-      .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== 1) throw accountChangedMeanwhile();
+    await this.#db.transaction().execute(async (trx) => {
+      // First the recovery in progress, if any: whether this stopped one is the event's question.
+      const stopped = await trx
+        .updateTable("users")
+        .set({ recovery_start_time: null })
+        .where("id", "=", user.id)
+        .where("password", "=", user.passwordHash)
+        .where("recovery_start_time", ">=", nowSeconds() - recoveryExpirySeconds)
+        .where(isActiveUser)
+        .executeTakeFirst();
+      const updated = await trx
+        .updateTable("users")
+        .set({
+          mail_crypt_public_key: publicKey,
+          mail_crypt_secret_box: secretBox,
+          recovery_secret_box: recoverySecretBox,
+          recovery_start_time: null,
+          updated_at: nowSeconds(),
+        })
+        .where("id", "=", user.id)
+        .where("password", "=", user.passwordHash)
+        .where(isActiveUser)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) !== 1) throw accountChangedMeanwhile();
+      const events = this.#securityEvents;
+      await events.record(trx, user, origin, { type: "recovery_token.renewed" });
+      if (Number(stopped.numUpdatedRows) > 0)
+        await events.record(trx, user, origin, {
+          type: "recovery.stopped",
+          detail: { how: "new_recovery_token" },
+        });
+    });
     return recoveryToken;
   }
 

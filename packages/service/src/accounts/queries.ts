@@ -1,6 +1,12 @@
-import type { Expression, ExpressionBuilder, Kysely, Selectable, SqlBool } from "kysely";
+import type { Expression, ExpressionBuilder, Kysely, Selectable, SqlBool, Transaction } from "kysely";
 import { type Database, toFlag, type UserTable } from "../db/schema.ts";
 import { parseDomain } from "./addresses.ts";
+import type {
+  SecurityEventLog,
+  SecurityEventOrigin,
+  SecurityEventSubject,
+  SessionsEndedBecause,
+} from "./security-events.ts";
 
 /**
  * The two questions asked everywhere, each answered by one query (and one condition, for queries that
@@ -47,15 +53,29 @@ export const activeUserRow = (
   db.selectFrom("users").selectAll().where("email", "=", email).where(isActiveUser).executeTakeFirst();
 
 /**
- * A change of credentials (password change, reset, restore, deletion) ends the user's web sessions,
- * all but the one it was made in, if any: whoever held the old password is signed out.
+ * A change of credentials (password change, reset, recovery, second factor switched on, deletion)
+ * or a request to sign out everywhere ends the user's web sessions, all but the one it was made in,
+ * if any: whoever held the old password is signed out. When any ended, `sessions.ended` is
+ * recorded in the same transaction. Returns how many ended.
  */
 export async function endWebSessions(
-  db: Kysely<Database>,
-  userId: number,
+  trx: Transaction<Database>,
+  securityEvents: SecurityEventLog,
+  ended: {
+    user: SecurityEventSubject & { id: number };
+    origin: SecurityEventOrigin;
+    because: SessionsEndedBecause;
+  },
   keepIdHash?: string,
-): Promise<void> {
-  let query = db.deleteFrom("web_sessions").where("user_id", "=", userId);
+): Promise<number> {
+  let query = trx.deleteFrom("web_sessions").where("user_id", "=", ended.user.id);
   if (keepIdHash) query = query.where("id_hash", "!=", keepIdHash);
-  await query.execute();
+  const result = await query.executeTakeFirst();
+  const sessions = Number(result.numDeletedRows);
+  if (sessions > 0)
+    await securityEvents.record(trx, ended.user, ended.origin, {
+      type: "sessions.ended",
+      detail: { sessions, because: ended.because },
+    });
+  return sessions;
 }

@@ -14,6 +14,7 @@ import type { Locale } from "../i18n/catalogue.ts";
 import { parseAddress } from "./addresses.ts";
 import { checkPasswordShape, type PasswordPolicy } from "./password-policy.ts";
 import { activeUserRow, endWebSessions, isActiveUser } from "./queries.ts";
+import type { SecurityEventDoor, SecurityEventLog, SecurityEventOrigin } from "./security-events.ts";
 import type { SignInGuard } from "./sign-in-guard.ts";
 import { nowSeconds } from "./users.ts";
 
@@ -25,6 +26,8 @@ export const recoveryExpirySeconds = 30 * 86400;
 export interface RecoveryRequest {
   client?: string | undefined;
   locale: Locale;
+  /** The door of the security events; the recovery page's unless told. */
+  door?: SecurityEventDoor;
 }
 
 export type RecoveryCheck =
@@ -47,6 +50,8 @@ export type RecoveryResult =
 interface Verified {
   id: number;
   email: string;
+  domainId: number;
+  twoFactor: boolean;
   recoveryBox: string;
   startTime: number | null;
   privateKey: string;
@@ -84,6 +89,7 @@ export class RecoveryService {
   readonly #guard: SignInGuard;
   readonly #mail: RecoveryMail;
   readonly #passwordPolicy: PasswordPolicy;
+  readonly #securityEvents: SecurityEventLog;
   #decoyBox: Promise<string> | null = null;
 
   constructor(
@@ -92,8 +98,10 @@ export class RecoveryService {
     guard: SignInGuard,
     mail: RecoveryMail,
     passwordPolicy: PasswordPolicy,
+    securityEvents: SecurityEventLog,
   ) {
     this.#passwordPolicy = passwordPolicy;
+    this.#securityEvents = securityEvents;
     this.#db = db;
     this.#pool = pool;
     this.#guard = guard;
@@ -121,6 +129,7 @@ export class RecoveryService {
           .where(isActiveUser)
           .executeTakeFirst();
         if (Number(updated.numUpdatedRows) !== 1) return false;
+        await this.#securityEvents.record(trx, verified, originOf(request), { type: "recovery.started" });
         await this.#mail.recoveryStarted(trx, {
           email: verified.email,
           activeFrom: now + recoveryWaitSeconds,
@@ -189,7 +198,16 @@ export class RecoveryService {
         .where(isActiveUser)
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) return false;
-      await endWebSessions(trx, verified.id);
+      const origin = originOf(request);
+      const events = this.#securityEvents;
+      await events.record(trx, verified, origin, { type: "recovery.completed" });
+      await events.record(trx, verified, origin, { type: "password.changed", detail: { how: "recovery" } });
+      if (verified.twoFactor)
+        await events.record(trx, verified, origin, {
+          type: "two_factor.disabled",
+          detail: { how: "recovery" },
+        });
+      await endWebSessions(trx, events, { user: verified, origin, because: "recovery" });
       return true;
     });
     // Changed meanwhile (a new token, a finished recovery in another tab, a deletion): start over.
@@ -231,6 +249,8 @@ export class RecoveryService {
         const verified: Verified = {
           id: row.id,
           email: row.email,
+          domainId: Number(row.domain_id),
+          twoFactor: row.totp_secret !== null,
           recoveryBox: box,
           startTime: row.recovery_start_time,
           privateKey,
@@ -248,6 +268,16 @@ export class RecoveryService {
     return this.#decoyBox;
   }
 }
+
+/** The account's owner at the recovery page (or the door the caller names). */
+const originOf = (request: {
+  client?: string | undefined;
+  door?: SecurityEventDoor;
+}): SecurityEventOrigin => ({
+  door: request.door ?? "web",
+  clientAddress: request.client ?? null,
+  actor: null,
+});
 
 /** The public half of a stored private key, in the stored form (base64 of the SPKI PEM). */
 function publicKeyOf(privateKeyB64: string): string {

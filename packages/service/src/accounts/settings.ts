@@ -118,6 +118,13 @@ export const settingDefinitions = {
     max: 8760,
     description: "Hours after sign-in after which a web session ends, however active",
   },
+  security_event_days: {
+    type: "integer",
+    default: 90,
+    min: 1,
+    max: 3650,
+    description: "Days the security event log keeps an event (sign-ins, password and two-factor changes)",
+  },
 } as const satisfies Record<string, SettingDefinition>;
 
 export type SettingName = keyof typeof settingDefinitions;

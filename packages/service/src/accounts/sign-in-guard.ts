@@ -86,7 +86,8 @@ export interface CheckOrigin {
 export type Guarded<T> =
   | { outcome: "throttled"; retryAfter: number }
   | { outcome: "wrong"; value: T }
-  | { outcome: "right"; value: T; trustedClient: string | null };
+  /** `trusted`: the client had signed in to the account before this attempt. */
+  | { outcome: "right"; value: T; trustedClient: string | null; trusted: boolean };
 
 /** What a check tells the guard: whether the secret was right, and what the door needs of it. */
 export interface Verdict<T> {
@@ -161,7 +162,7 @@ export class SignInGuard {
       // The operator at the console holds the database already: nothing to guess, nothing counted.
       const verdict = await withCryptoContext({ lane: "mail" }, check);
       return verdict.right
-        ? { outcome: "right", value: verdict.value, trustedClient: null }
+        ? { outcome: "right", value: verdict.value, trustedClient: null, trusted: false }
         : { outcome: "wrong", value: verdict.value };
     }
     const account = attempt.account === null ? null : normalAccount(attempt.account);
@@ -216,7 +217,7 @@ export class SignInGuard {
       await refund();
       const trusts = client.startsWith("d:") || (client.startsWith("ip:") && trustsAddress[attempt.door]);
       if (account !== null && trusts) await this.#trust(account, client, now);
-      return { outcome: "right", value: verdict.value, trustedClient: client };
+      return { outcome: "right", value: verdict.value, trustedClient: client, trusted };
     }
     await release();
     if (account !== null && !trusted) await this.#afterFailure(account, kind, now);

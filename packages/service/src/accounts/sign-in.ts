@@ -21,6 +21,13 @@ import { attemptFrom, type CheckOrigin, type SignInGuard } from "./sign-in-guard
 
 export type { CheckOrigin } from "./sign-in-guard.ts";
 
+import {
+  ownerOrigin,
+  type SecondFactorKind,
+  type SecurityEvent,
+  type SecurityEventLog,
+  type SecurityEventSubject,
+} from "./security-events.ts";
 import { nowSeconds, toUser, type User, type UserService } from "./users.ts";
 
 /**
@@ -93,6 +100,9 @@ export class SignInService {
   readonly #settings: SettingsService;
   readonly #users: UserService;
   readonly #guard: SignInGuard;
+  readonly #events: SecurityEventLog;
+  /** When a throttled attempt was last recorded, per door, account and client (see #recordThrottled). */
+  readonly #throttledRecorded = new Map<string, number>();
   readonly #observe: (result: SignInResult["kind"]) => void;
 
   constructor(
@@ -101,6 +111,7 @@ export class SignInService {
     settings: SettingsService,
     users: UserService,
     guard: SignInGuard,
+    events: SecurityEventLog,
     observe: (result: SignInResult["kind"]) => void = () => {},
   ) {
     this.#db = db;
@@ -108,6 +119,7 @@ export class SignInService {
     this.#settings = settings;
     this.#users = users;
     this.#guard = guard;
+    this.#events = events;
     this.#observe = observe;
   }
 
@@ -124,7 +136,54 @@ export class SignInService {
     const result: SignInResult =
       guarded.outcome === "throttled" ? { kind: "throttled", retryAfter: guarded.retryAfter } : guarded.value;
     this.#observe(result.kind);
+    await this.#recordSignIn(account, options, result, guarded.outcome === "right" && guarded.trusted);
     return result;
+  }
+
+  /**
+   * The security event of a password sign-in. Failures are recorded for unknown addresses too (the
+   * same work either way, so the time does not tell); the mail server's sign-ins of clients that
+   * signed in before are not (each IMAP connection would be a row); the web's is recorded when the
+   * whole sign-in is done (`recordSecondFactor`).
+   */
+  async #recordSignIn(account: string, origin: SignInOptions, result: SignInResult, trusted: boolean) {
+    const door = origin.door ?? "console";
+    const subject =
+      "user" in result ? result.user : { id: null, email: account.slice(0, 254), domainId: null };
+    switch (result.kind) {
+      case "throttled":
+        return this.#recordThrottled(subject, origin, result.retryAfter);
+      case "unknown":
+      case "wrong_password":
+        return this.#record(subject, origin, {
+          type: "sign_in.failed",
+          detail: { reason: result.kind === "unknown" ? "unknown_account" : "wrong_password" },
+        });
+      case "spam":
+        return this.#record(subject, origin, {
+          type: "sign_in.failed",
+          detail: { reason: "account_disabled" },
+        });
+      default:
+        if (origin.deferActivity) return;
+        if ((door === "passdb" || door === "mta_auth") && trusted) return;
+        return this.#record(subject, origin, { type: "sign_in.succeeded" });
+    }
+  }
+
+  /** At most one throttled event a minute per door, account and client: a flood writes no flood of rows. */
+  async #recordThrottled(subject: SecurityEventSubject, origin: CheckOrigin, retryAfter: number) {
+    const key = `${origin.door}|${subject.email}|${origin.client?.address ?? ""}`;
+    const now = Date.now();
+    if ((this.#throttledRecorded.get(key) ?? 0) > now - 60_000) return;
+    if (this.#throttledRecorded.size >= 10_000) this.#throttledRecorded.clear();
+    this.#throttledRecorded.set(key, now);
+    await this.#record(subject, origin, { type: "sign_in.throttled", detail: { retryAfter } });
+  }
+
+  async #record(subject: SecurityEventSubject, origin: CheckOrigin, event: SecurityEvent): Promise<void> {
+    const where = ownerOrigin(origin.door ?? "console", origin.client?.address ?? null);
+    await this.#db.transaction().execute((trx) => this.#events.record(trx, subject, where, event));
   }
 
   /**
@@ -148,9 +207,20 @@ export class SignInService {
     return confirmation(guarded.value, password);
   }
 
-  /** The second step of a deferred sign-in succeeded: now it counts as the user's activity. */
-  async recordSecondFactor(user: User): Promise<void> {
+  /**
+   * The last step of a deferred sign-in (the web's password, or its second factor) succeeded: now it
+   * counts as the user's activity and is recorded as a sign-in.
+   */
+  async recordSecondFactor(
+    user: User,
+    origin: CheckOrigin = {},
+    secondFactor?: SecondFactorKind,
+  ): Promise<void> {
     await recordActivity(this.#db, user, { kind: "sign-in" });
+    await this.#record(user, origin, {
+      type: "sign_in.succeeded",
+      ...(secondFactor ? { detail: { secondFactor } } : {}),
+    });
   }
 
   async #signIn(rawEmail: string, password: string, options: SignInOptions): Promise<SignInResult> {
@@ -202,7 +272,12 @@ export class SignInService {
       const result = await this.#secondFactor(user, String(code));
       return { right: result === "ok" || result === "password_change_required", value: result };
     });
-    if (guarded.outcome === "throttled") throw signInThrottled({ retryAfter: guarded.retryAfter });
+    const subject = user ?? { id: null, email: account.slice(0, 254), domainId: null };
+    if (guarded.outcome === "throttled") {
+      await this.#recordThrottled(subject, origin, guarded.retryAfter);
+      throw signInThrottled({ retryAfter: guarded.retryAfter });
+    }
+    if (guarded.outcome === "wrong") await this.#record(subject, origin, { type: "second_factor.failed" });
     return guarded.value;
   }
 

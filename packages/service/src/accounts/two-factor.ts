@@ -1,5 +1,6 @@
 import { generateTotpSecret, totpStepFor } from "../credentials/totp.ts";
 import { refusal } from "../errors.ts";
+import type { SecurityEventOrigin } from "./security-events.ts";
 import type { SettingsService } from "./settings.ts";
 import type { User, UserService } from "./users.ts";
 
@@ -56,29 +57,26 @@ export class TwoFactorService {
 
   /**
    * Switches TOTP on when `code` is valid for the offered secret; returns the backup codes, shown
-   * once. The user's other web sessions end (they were opened without the second factor).
-   * Throws `invalid("code: ...")` for a wrong code, nothing changed.
+   * once. The user's other web sessions end in the same transaction (they were opened without
+   * the second factor). Throws `invalid("code: ...")` for a wrong code, nothing changed.
    */
   async confirm(
     user: User,
     pending: PendingTotp,
     code: string,
+    origin: SecurityEventOrigin,
     options: { keepSessionIdHash?: string } = {},
   ): Promise<string[]> {
     const step = totpStepFor(pending.secret, code, Date.now(), null);
     if (step === null) throw totpCodeWrong();
-    const { backupCodes } = await this.#users.enableTotp(
-      user.email,
-      { secret: pending.secret },
-      {
-        usedStep: step,
-        ...(options.keepSessionIdHash ? { keepSessionIdHash: options.keepSessionIdHash } : {}),
-      },
-    );
+    const { backupCodes } = await this.#users.enableTotp(user.email, { secret: pending.secret }, origin, {
+      usedStep: step,
+      ...(options.keepSessionIdHash ? { keepSessionIdHash: options.keepSessionIdHash } : {}),
+    });
     return backupCodes;
   }
 
-  async disable(user: User): Promise<void> {
-    await this.#users.disableTotp(user.email);
+  async disable(user: User, origin: SecurityEventOrigin): Promise<void> {
+    await this.#users.disableTotp(user.email, origin);
   }
 }

@@ -20,6 +20,7 @@ import {
   managedDomain,
 } from "./queries.ts";
 import { isRole, normalizeRoles, parseStoredRoles, type Role } from "./roles.ts";
+import type { SecurityEventLog, SecurityEventOrigin } from "./security-events.ts";
 import type { SettingsService } from "./settings.ts";
 
 export interface SmtpQuota {
@@ -291,6 +292,7 @@ export class UserService {
   readonly #settings: SettingsService;
   readonly #events: AccountEvents;
   readonly #installationSecret: InstallationSecret;
+  readonly #securityEvents: SecurityEventLog;
   /** The one password rule, for every door that sets a password (accounts/password-policy.ts). */
   readonly passwordPolicy: PasswordPolicy;
 
@@ -300,6 +302,7 @@ export class UserService {
     settings: SettingsService,
     events: AccountEvents,
     passwordPolicy: PasswordPolicy,
+    securityEvents: SecurityEventLog,
     installationSecret: InstallationSecret,
   ) {
     this.#installationSecret = installationSecret;
@@ -308,6 +311,7 @@ export class UserService {
     this.#settings = settings;
     this.#events = events;
     this.passwordPolicy = passwordPolicy;
+    this.#securityEvents = securityEvents;
   }
 
   /** What the user's backup codes are keyed with (credentials/backup-codes.ts). */
@@ -484,11 +488,13 @@ export class UserService {
    * `usedStep`: the step of the code that confirmed a self-service enrolment, so that code cannot
    * sign in afterwards (a code works once). The user's web sessions end with it, whoever switches
    * it on (the user on the pages, an admin through the API): they were opened without the second
-   * factor. `keepSessionIdHash`: the session the user enrolled in, which stays.
+   * factor. `keepSessionIdHash`: the session the user enrolled in, which stays. `two_factor.enabled`
+   * is recorded with the change.
    */
   async enableTotp(
     target: UserTarget,
     input: TotpInput,
+    origin: SecurityEventOrigin,
     options: { usedStep?: number; within?: Within; keepSessionIdHash?: string } = {},
   ): Promise<{ secret: string; backupCodes: string[] }> {
     const user = await this.active(target);
@@ -525,15 +531,27 @@ export class UserService {
         })
         .where("id", "=", user.id)
         .execute();
-      await endWebSessions(trx, user.id, options.keepSessionIdHash);
+      await endWebSessions(
+        trx,
+        this.#securityEvents,
+        { user, origin, because: "two_factor_enabled" },
+        options.keepSessionIdHash,
+      );
+      await this.#securityEvents.record(trx, user, origin, { type: "two_factor.enabled" });
       await options.within?.(trx);
     });
     return { secret, backupCodes: codes };
   }
 
-  async disableTotp(target: UserTarget, db: Kysely<Database> = this.#db): Promise<void> {
-    const user = await this.active(target, db);
-    await db
+  /** Switches TOTP off (and its backup codes); `two_factor.disabled` when it was on. */
+  async disableTotp(
+    target: UserTarget,
+    origin: SecurityEventOrigin,
+    trx?: Transaction<Database>,
+  ): Promise<void> {
+    if (!trx) return this.#db.transaction().execute((t) => this.disableTotp(target, origin, t));
+    const user = await this.active(target, trx);
+    const updated = await trx
       .updateTable("users")
       .set({
         totp_secret: null,
@@ -543,7 +561,13 @@ export class UserService {
         updated_at: nowSeconds(),
       })
       .where("id", "=", user.id)
-      .execute();
+      .where((eb) => eb.or([eb("totp_confirmed", "=", 1), eb("totp_secret", "is not", null)]))
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) > 0)
+      await this.#securityEvents.record(trx, user, origin, {
+        type: "two_factor.disabled",
+        detail: { how: "switched_off" },
+      });
   }
 
   /** An address is taken by any user or alias, deleted ones included: addresses are never reused. */

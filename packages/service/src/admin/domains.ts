@@ -5,6 +5,7 @@ import type { Domain, DomainInvitations, DomainService } from "../accounts/domai
 import type { LifecycleService } from "../accounts/lifecycle.ts";
 import type { Listing, Page } from "../accounts/paging.ts";
 import { isActiveUser } from "../accounts/queries.ts";
+import { actorOrigin } from "../accounts/security-events.ts";
 import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { holdsRole } from "./users.ts";
@@ -159,7 +160,7 @@ export class AdminDomains {
       if (actor.userId !== null && actor.domainId === domain.id)
         throw domainHoldsOwnAccount({ name: domain.name });
       const contents = await this.#domains.contents(domain.id, trx);
-      await this.#domains.delete(domain, this.#lifecycle, force, trx);
+      await this.#domains.delete(domain, this.#lifecycle, force, actorOrigin(actor), trx);
       await this.#audit.record(
         actor,
         {

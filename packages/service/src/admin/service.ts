@@ -5,6 +5,7 @@ import type { DomainService } from "../accounts/domains.ts";
 import type { InviteCodeService } from "../accounts/invite-codes.ts";
 import type { LifecycleService } from "../accounts/lifecycle.ts";
 import type { ReservedNameService } from "../accounts/reserved-names.ts";
+import type { SecurityEventLog } from "../accounts/security-events.ts";
 import type { SettingsService } from "../accounts/settings.ts";
 import type { UserService } from "../accounts/users.ts";
 import type { Database } from "../db/schema.ts";
@@ -17,6 +18,7 @@ import { AdminDomains } from "./domains.ts";
 import { AdminInviteCodes, AdminReservedNames } from "./invitations.ts";
 import { AdminMaintenance } from "./maintenance.ts";
 import { AdminOpenPgpKeys } from "./openpgp-keys.ts";
+import { AdminSecurityEvents } from "./security-events.ts";
 import { AdminSettings, AdminTokens, AdminWebhooks } from "./system.ts";
 import { AdminUsers } from "./users.ts";
 
@@ -32,6 +34,7 @@ export interface AdminDependencies {
   openPgpKeys: OpenPgpKeyService;
   inviteCodes: InviteCodeService;
   reservedNames: ReservedNameService;
+  securityEvents: SecurityEventLog;
 }
 
 /**
@@ -41,6 +44,7 @@ export interface AdminDependencies {
  */
 export class AdminService {
   readonly auditLog: AuditLog;
+  readonly securityEvents: AdminSecurityEvents;
   readonly users: AdminUsers;
   readonly aliases: AdminAliases;
   readonly domains: AdminDomains;
@@ -57,7 +61,8 @@ export class AdminService {
     const { db } = deps;
     const audit = new AuditLog(db);
     this.auditLog = audit;
-    this.users = new AdminUsers(db, deps.users, deps.lifecycle, audit);
+    this.securityEvents = new AdminSecurityEvents(deps.securityEvents);
+    this.users = new AdminUsers(db, deps.users, deps.lifecycle, audit, deps.securityEvents);
     this.aliases = new AdminAliases(db, deps.aliases, deps.lifecycle, audit);
     this.domains = new AdminDomains(db, deps.domains, deps.lifecycle, audit);
     this.openPgpKeys = new AdminOpenPgpKeys(db, deps.openPgpKeys, audit);

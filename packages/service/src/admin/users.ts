@@ -7,6 +7,7 @@ import type { LifecycleService, NewCredentials } from "../accounts/lifecycle.ts"
 import { containsText } from "../accounts/paging.ts";
 import { activeUserRow, endWebSessions, managedDomain } from "../accounts/queries.ts";
 import { normalizeRoles, parseStoredRoles, type Role } from "../accounts/roles.ts";
+import { actorOrigin, type SecurityEventLog } from "../accounts/security-events.ts";
 import {
   type CreatedUser,
   type CreateUserInput,
@@ -117,12 +118,20 @@ export class AdminUsers {
   readonly #users: UserService;
   readonly #lifecycle: LifecycleService;
   readonly #audit: AuditLog;
+  readonly #securityEvents: SecurityEventLog;
 
-  constructor(db: Kysely<Database>, users: UserService, lifecycle: LifecycleService, audit: AuditLog) {
+  constructor(
+    db: Kysely<Database>,
+    users: UserService,
+    lifecycle: LifecycleService,
+    audit: AuditLog,
+    securityEvents: SecurityEventLog,
+  ) {
     this.#db = db;
     this.#users = users;
     this.#lifecycle = lifecycle;
     this.#audit = audit;
+    this.#securityEvents = securityEvents;
   }
 
   /**
@@ -352,7 +361,7 @@ export class AdminUsers {
   async delete(actor: Actor, email: string): Promise<User> {
     return this.#db.transaction().execute(async (trx) => {
       const user = await this.get(actor, email, trx);
-      await this.#lifecycle.delete(user, trx);
+      await this.#lifecycle.delete(user, actorOrigin(actor), trx);
       await this.#audit.record(
         actor,
         { action: "user.delete", target: user.email, targetDomainId: user.domainId },
@@ -368,7 +377,7 @@ export class AdminUsers {
    */
   async reset(actor: Actor, email: string, password: string): Promise<NewCredentials> {
     const user = await this.get(actor, email);
-    return this.#lifecycle.reset(user, password, async (trx, result) => {
+    return this.#lifecycle.reset(user, password, actorOrigin(actor), async (trx, result) => {
       await this.get(actor, user.email, trx);
       await this.#audit.record(
         actor,
@@ -385,7 +394,7 @@ export class AdminUsers {
 
   async restore(actor: Actor, email: string, password: string): Promise<NewCredentials> {
     const user = await this.get(actor, email);
-    return this.#lifecycle.restore(user, password, async (trx, result) => {
+    return this.#lifecycle.restore(user, password, actorOrigin(actor), async (trx, result) => {
       await this.get(actor, user.email, trx);
       await this.#audit.record(
         actor,
@@ -406,7 +415,7 @@ export class AdminUsers {
     input: TotpInput,
   ): Promise<{ secret: string; backupCodes: string[] }> {
     const user = await this.get(actor, email);
-    return this.#users.enableTotp(user, input, {
+    return this.#users.enableTotp(user, input, actorOrigin(actor), {
       within: async (trx) => {
         await this.get(actor, user.email, trx);
         await this.#audit.record(
@@ -421,7 +430,7 @@ export class AdminUsers {
   async disableTotp(actor: Actor, email: string): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
       const user = await this.get(actor, email, trx);
-      await this.#users.disableTotp(user, trx);
+      await this.#users.disableTotp(user, actorOrigin(actor), trx);
       await this.#audit.record(
         actor,
         { action: "user.totp.disable", target: user.email, targetDomainId: user.domainId },
@@ -434,7 +443,11 @@ export class AdminUsers {
   async endSessions(actor: Actor, email: string): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
       const user = await this.get(actor, email, trx);
-      await endWebSessions(trx, user.id);
+      await endWebSessions(trx, this.#securityEvents, {
+        user,
+        origin: actorOrigin(actor),
+        because: "ended_by_admin",
+      });
       await this.#audit.record(
         actor,
         { action: "user.sessions.end", target: user.email, targetDomainId: user.domainId },

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { consoleActor } from "../accounts/admin-scope.ts";
 import { MailCryptLevel } from "../accounts/mail-crypt-policy.ts";
+import { ownerOrigin } from "../accounts/security-events.ts";
 import type { UserStatus } from "../accounts/users.ts";
 import {
   collect,
@@ -165,7 +166,7 @@ export function userCommands(program: Command): void {
           await s.users.getActive(options.user),
           oldPassword ?? "",
         );
-        await s.lifecycle.changePassword(proof, password ?? "");
+        await s.lifecycle.changePassword(proof, password ?? "", ownerOrigin("console"));
       });
       out("Password changed.");
     });

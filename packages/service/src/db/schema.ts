@@ -218,6 +218,24 @@ export interface AuditLogTable {
   client_address: string | null;
 }
 
+export interface SecurityEventTable {
+  id: Generated<number>;
+  occurred_at: UnixTime;
+  /** accounts/security-events.ts `securityEventTypes`. */
+  type: string;
+  user_id: number | null;
+  /** The account's address at the time. */
+  email: string | null;
+  domain_id: number | null;
+  /** web, passdb, mta_auth, webmail, identity, console, admin_api, job. */
+  door: string;
+  client_address: string | null;
+  /** Who acted when not the owner: an admin's address, `console`, `api-token:<name>`. */
+  actor: string | null;
+  /** JSON of the event's typed detail; never a secret. */
+  detail: string | null;
+}
+
 export interface Database {
   domains: DomainTable;
   users: UserTable;
@@ -236,6 +254,7 @@ export interface Database {
   trusted_clients: TrustedClientTable;
   mail_outbox: MailOutboxTable;
   audit_log: AuditLogTable;
+  security_events: SecurityEventTable;
 }
 
 export const flag = (value: boolean | number): boolean => value === true || value === 1;

@@ -27,6 +27,8 @@ const tagDescriptions: Record<ApiTag, string> = {
   "admin: OpenPGP keys": "OpenPGP keys published through WKD. Scope `admin`.",
   "admin: audit log":
     "Who changed what, when and from where, through the admin API, the web's admin area or the console. Scope `admin`.",
+  "admin: security events":
+    "Sign-ins and changes of passwords, recovery, second factor and sessions, per account. Scope `admin`.",
   "well-known": "Public documents: WKD keys and policy, MTA-STS policy. No token.",
   health: "For load balancers and monitoring. No token.",
   metrics: "Prometheus metrics, behind `METRICS_TOKEN` (scheme `metricsToken`); absent without it.",

@@ -168,6 +168,7 @@ export const apiTags = [
   "admin: webhooks",
   "admin: OpenPGP keys",
   "admin: audit log",
+  "admin: security events",
   "well-known",
   "health",
   "metrics",

@@ -135,6 +135,7 @@ export const dumpTables: readonly AnyDumpTable[] = [
     unclaim: ["claimed_until", "claim_token"],
   },
   { name: "audit_log", key: ["id"], serial: true, flags: [] },
+  { name: "security_events", key: ["id"], serial: true, flags: [] },
 ];
 
 /** Tables a dump leaves out, and why. */

@@ -3,6 +3,7 @@ import { inactiveSince, inactivityCutoffs } from "../accounts/inactivity.ts";
 import type { InactiveDeletion, LifecycleService } from "../accounts/lifecycle.ts";
 import { isActiveUser } from "../accounts/queries.ts";
 import { isExemptFromInactivityDeletion, parseStoredRoles } from "../accounts/roles.ts";
+import { SecurityEventLog } from "../accounts/security-events.ts";
 import { pruneWebSessions } from "../accounts/session-lifetimes.ts";
 import type { SettingsService } from "../accounts/settings.ts";
 import { SignInGuard } from "../accounts/sign-in-guard.ts";
@@ -78,7 +79,9 @@ export function scheduledJobs(deps: JobDependencies): Job[] {
         const now = deps.clock ? Math.floor(deps.clock() / 1000) : nowSeconds();
         const sessions = await pruneWebSessions(deps.db, deps.settings, now);
         const counters = await new SignInGuard(deps.db).forgetOld(now);
-        return `removed ${sessions} expired web sessions and ${counters} old sign-in failure counters`;
+        const days = await deps.settings.get("security_event_days");
+        const events = await new SecurityEventLog(deps.db).prune(days, now);
+        return `removed ${sessions} expired web sessions, ${counters} old sign-in failure counters and ${events} security events older than ${days} days`;
       },
     },
     {

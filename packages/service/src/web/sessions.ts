@@ -39,7 +39,8 @@ const touchEverySeconds = 60;
 /**
  * Web sessions in the database, so every instance knows them and any of them can be ended: by
  * signing out, "sign out everywhere", a password change or reset (accounts/queries.ts
- * endWebSessions), the idle and absolute lifetimes of the settings, or the user's deletion.
+ * endWebSessions, which records the security event), the idle and absolute lifetimes of the
+ * settings, or the user's deletion.
  */
 export class WebSessions {
   readonly #db: Kysely<Database>;
@@ -144,10 +145,6 @@ export class WebSessions {
 
   async end(idHash: string): Promise<void> {
     await this.#db.deleteFrom("web_sessions").where("id_hash", "=", idHash).execute();
-  }
-
-  async endAll(userId: number): Promise<void> {
-    await this.#db.deleteFrom("web_sessions").where("user_id", "=", userId).execute();
   }
 
   async count(userId: number): Promise<number> {

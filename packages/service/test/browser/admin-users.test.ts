@@ -270,6 +270,7 @@ describe("web: the admin area, users and domains (real Chromium)", { skip: skip 
       "/admin/webhooks/new",
       "/admin/maintenance",
       "/admin/audit-log",
+      "/admin/security-events",
     ];
     for (const path of paths) {
       const response = await page.goto(`${service.url}${path}`);

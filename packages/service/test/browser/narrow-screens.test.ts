@@ -15,7 +15,7 @@ import {
   signOutOnPage,
   submitSecondFactor,
 } from "../helpers/browser.ts";
-import { password } from "../helpers/fixtures.ts";
+import { byTest, password } from "../helpers/fixtures.ts";
 import { startService, type TestService } from "../helpers/service.ts";
 
 const skip = browserUnavailable();
@@ -210,6 +210,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
       "/account/password",
       "/account/recovery-token",
       "/account/sessions",
+      "/account/activity",
       "/account/delete",
       "/account/twofactor",
       "/account/alias",
@@ -272,7 +273,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
     const [delivery] = (
       await service.services.webhooks.deliveries(Number(endpointId), { limit: 1, offset: 0 })
     ).items;
-    await service.services.lifecycle.delete(leaving);
+    await service.services.lifecycle.delete(leaving, byTest);
     const [token] = await service.services.tokens.list();
     const paths = [
       "/admin",
@@ -308,6 +309,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
       `/admin/webhook-deliveries/${delivery?.id}`,
       "/admin/maintenance",
       "/admin/audit-log",
+      "/admin/security-events",
     ];
     for (const path of paths) await visit(page, path);
 
@@ -343,6 +345,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
       "/admin/aliases",
       "/admin/invite-codes",
       "/admin/openpgp-keys",
+      "/admin/security-events",
     ])
       await visit(scoped.page, path);
     await visit(scoped.page, "/admin/domain");

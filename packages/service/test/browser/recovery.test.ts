@@ -14,7 +14,7 @@ import {
   seriousViolations,
   signInOnPage,
 } from "../helpers/browser.ts";
-import { password } from "../helpers/fixtures.ts";
+import { byTest, password } from "../helpers/fixtures.ts";
 import { startService, type TestService } from "../helpers/service.ts";
 import { type SmtpReceiver, startSmtpReceiver } from "../helpers/smtp-receiver.ts";
 
@@ -48,7 +48,7 @@ describe("web: recovery with the recovery token (real Chromium, real SMTP)", { s
       const created = await users.create({ email, password, mailCrypt: true });
       tokens[email] = created.recoveryToken ?? "";
     }
-    await users.enableTotp("erin@example.org", {});
+    await users.enableTotp("erin@example.org", {}, byTest);
   });
   after(async () => {
     await worker?.stop();

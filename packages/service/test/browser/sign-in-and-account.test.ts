@@ -16,7 +16,7 @@ import {
   signOutOnPage,
   submitSecondFactor,
 } from "../helpers/browser.ts";
-import { password } from "../helpers/fixtures.ts";
+import { byTest, password } from "../helpers/fixtures.ts";
 import { type Receiver, startReceiver } from "../helpers/receiver.ts";
 import { startService, type TestService } from "../helpers/service.ts";
 
@@ -93,7 +93,7 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
   });
 
   test("two-factor sign-in: the last login is recorded after the code, and a code is accepted once", async () => {
-    const { secret } = await service.services.users.enableTotp("carol@example.org", {});
+    const { secret } = await service.services.users.enableTotp("carol@example.org", {}, byTest);
     const { context, page } = await newContextPage(browser);
     await signInOnPage(page, service.url, "carol@example.org", password, { expect: "2fa" });
     assert.deepEqual(await seriousViolations(page), []);
@@ -199,6 +199,13 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
     const user = await service.services.users.get("alice@example.org");
     const opened = await openSecretBox(user.recoverySecretBox!, token, service.services.pool);
     assert.ok(opened.length > 100);
+
+    // The new recovery token is on the account's activity page, which is as accessible as the rest.
+    await page.goto(`${service.url}/account`);
+    await page.getByRole("link", { name: "Account activity" }).click();
+    await page.waitForURL(`${service.url}/account/activity`);
+    assert.match(await page.locator("#activity").innerText(), /New recovery token created/);
+    assert.deepEqual(await seriousViolations(page), []);
 
     await page.goto(`${service.url}/account/sessions`);
     await page.getByRole("button", { name: "Sign out everywhere" }).click();

@@ -1,4 +1,6 @@
 import type { Kysely } from "kysely";
+import { consoleActor } from "../../src/accounts/admin-scope.ts";
+import { actorOrigin } from "../../src/accounts/security-events.ts";
 import type { Database } from "../../src/db/schema.ts";
 
 /** The password of the test users (long enough for every policy the service has). */
@@ -11,3 +13,6 @@ export const password = "correct horse battery staple";
 export async function markDeleted(db: Kysely<Database>, ...emails: string[]): Promise<void> {
   await db.updateTable("users").set({ deleted: 1 }).where("email", "in", emails).execute();
 }
+
+/** Who makes the changes a test makes through the services directly (the security events' origin). */
+export const byTest = actorOrigin(consoleActor);

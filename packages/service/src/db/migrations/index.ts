@@ -4,6 +4,7 @@ import { inactivityPeriods } from "./0003-inactivity-periods.ts";
 import { people } from "./0004-people.ts";
 import { admin } from "./0005-admin.ts";
 import { signInGuard } from "./0006-sign-in-guard.ts";
+import { securityEvents } from "./0007-security-events.ts";
 import type { VersionedMigration } from "./types.ts";
 
 /** Applied in key order; a released migration is never edited, only followed by a new one. */
@@ -14,4 +15,5 @@ export const migrations: Record<string, VersionedMigration> = {
   "0004-people": people,
   "0005-admin": admin,
   "0006-sign-in-guard": signInGuard,
+  "0007-security-events": securityEvents,
 };

@@ -3,10 +3,10 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { auditActions } from "../../accounts/audit-log.ts";
 import type { DomainService } from "../../accounts/domains.ts";
-import { fieldNumberRefusals, readPage, readSearch, readWholeNumber } from "../../accounts/paging.ts";
+import { readPage, readSearch, readWholeNumber } from "../../accounts/paging.ts";
 import type { AdminService } from "../../admin/service.ts";
 import { actorOf } from "./actor.ts";
-import { adminErrors, adminRoute, givenText, Listing, OrNull, PageQuery } from "./input.ts";
+import { adminErrors, adminRoute, givenText, Listing, OrNull, PageQuery, timeRule } from "./input.ts";
 
 const tag = "admin: audit log";
 
@@ -41,14 +41,6 @@ const AuditEntry = Type.Object(
   },
   { description: "One admin action", examples: [entryExample] },
 );
-
-/** A time in the query: Unix seconds up to the year 9999; -1 when not given. */
-const timeRule = {
-  fallback: -1,
-  max: 253402300799,
-  outOfRange: "refuse" as const,
-  refusals: fieldNumberRefusals,
-};
 
 export async function auditLogRoutes(
   scope: FastifyInstance,

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifySchemaValidationError } from "fastify";
 import { type TSchema, Type } from "typebox";
+import { fieldNumberRefusals } from "../../accounts/paging.ts";
 import { refusal, type ServiceError } from "../../errors.ts";
 import {
   bodyErrors,
@@ -33,6 +34,14 @@ export const PageQuery = {
 export const IdParams = Type.Object({ id: Type.String({ description: "Numeric id" }) });
 
 /** A query text given and not empty, or undefined. */
+/** A time in the query (`since`, `until`): Unix seconds up to the year 9999; -1 when not given. */
+export const timeRule = {
+  fallback: -1,
+  max: 253402300799,
+  outOfRange: "refuse" as const,
+  refusals: fieldNumberRefusals,
+};
+
 export const givenText = (value: string | undefined): string | undefined =>
   value === undefined || value === "" ? undefined : value;
 

@@ -6,6 +6,7 @@ import { auditLogRoutes } from "./audit-log.ts";
 import { domainRoutes } from "./domains.ts";
 import { adminValidationError, requestBodyNotObject } from "./input.ts";
 import { openPgpKeyRoutes } from "./openpgp-keys.ts";
+import { securityEventRoutes } from "./security-events.ts";
 import { settingsRoutes } from "./settings.ts";
 import { tokenRoutes } from "./tokens.ts";
 import { userRoutes } from "./users.ts";
@@ -59,4 +60,5 @@ export async function adminApi(app: FastifyInstance, services: Services) {
   await app.register(async (scope) => webhookRoutes(scope, { webhooks, admin }));
   await app.register(async (scope) => openPgpKeyRoutes(scope, { openPgpKeys, admin }));
   await app.register(async (scope) => auditLogRoutes(scope, { domains, admin }));
+  await app.register(async (scope) => securityEventRoutes(scope, { admin }));
 }

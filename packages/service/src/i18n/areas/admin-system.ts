@@ -133,6 +133,9 @@ export const adminSystem = area({
     "admin.setting.web_session_idle_minutes.hint": "5 to 10080.",
     "admin.setting.web_session_lifetime_hours": "Web sessions end after (hours)",
     "admin.setting.web_session_lifetime_hours.hint": "However active; 1 to 8760.",
+    "admin.setting.security_event_days": "Security events are kept for (days)",
+    "admin.setting.security_event_days.hint":
+      "Sign-ins, password, recovery and two-factor changes, ended sessions; 1 to 3650.",
     "admin.tokens.title": "API tokens",
     "admin.tokens.intro":
       "Tokens of the mail servers, the janitor and other programs. The service keeps only a hash of each.",
@@ -225,7 +228,8 @@ export const adminSystem = area({
     },
     "admin.job.remove-inactive-users":
       "Deletes users inactive longer than the settings allow (admins and permanent users stay).",
-    "admin.job.prune-sign-in-state": "Removes expired web sessions and old sign-in failure counters.",
+    "admin.job.prune-sign-in-state":
+      "Removes expired web sessions, old sign-in failure counters and security events older than the setting.",
     "admin.job.prune-webhook-deliveries": "Removes delivered webhook messages older than 14 days.",
   },
   de: {
@@ -359,6 +363,9 @@ export const adminSystem = area({
     "admin.setting.web_session_idle_minutes.hint": "5 bis 10080.",
     "admin.setting.web_session_lifetime_hours": "Web-Sitzungen enden nach (Stunden)",
     "admin.setting.web_session_lifetime_hours.hint": "Auch wenn aktiv; 1 bis 8760.",
+    "admin.setting.security_event_days": "Sicherheitsereignisse werden aufbewahrt (Tage)",
+    "admin.setting.security_event_days.hint":
+      "Anmeldungen, Änderungen von Passwort, Wiederherstellung und Zwei-Faktor, beendete Sitzungen; 1 bis 3650.",
     "admin.tokens.title": "API-Tokens",
     "admin.tokens.intro":
       "Tokens der Mailserver, des Hausmeisters und anderer Programme. Der Dienst behält von jedem nur einen Hash.",
@@ -456,7 +463,7 @@ export const adminSystem = area({
     "admin.job.remove-inactive-users":
       "Löscht Benutzer, die länger inaktiv sind, als die Einstellungen erlauben (Admins und dauerhafte Benutzer bleiben).",
     "admin.job.prune-sign-in-state":
-      "Entfernt abgelaufene Web-Sitzungen und alte Zähler fehlgeschlagener Anmeldungen.",
+      "Entfernt abgelaufene Web-Sitzungen, alte Zähler fehlgeschlagener Anmeldungen und Sicherheitsereignisse, die älter sind als die Einstellung erlaubt.",
     "admin.job.prune-webhook-deliveries":
       "Entfernt zugestellte Webhook-Nachrichten, die älter als 14 Tage sind.",
   },

@@ -115,6 +115,8 @@ export const refusals = area({
     "refusal.admin.not_permitted": "You are not allowed to manage this {subject}.",
     "refusal.admin.role_not_assignable": "You are not allowed to assign one of these roles.",
     "refusal.audit.action_unknown": "The audit log has no action {action}.",
+    "refusal.security_event.type_unknown": "The security event log has no event type {type}.",
+    "refusal.security_event.email_invalid": "This is not an e-mail address.",
     "refusal.admin.alias_owner_required": "An alias created by a domain admin needs an owner.",
     "refusal.admin.smtp_quota_admins_only": "Only admins may set SMTP limits.",
     "refusal.admin.domain_of_address_not_managed": "This domain is not managed here, or not yours to manage.",
@@ -297,6 +299,8 @@ export const refusals = area({
     "refusal.admin.not_permitted": "Du darfst das nicht verwalten.",
     "refusal.admin.role_not_assignable": "Du darfst eine dieser Rollen nicht vergeben.",
     "refusal.audit.action_unknown": "Das Protokoll kennt keine Aktion {action}.",
+    "refusal.security_event.type_unknown": "Das Sicherheitsprotokoll kennt keine Ereignisart {type}.",
+    "refusal.security_event.email_invalid": "Das ist keine E-Mail-Adresse.",
     "refusal.admin.alias_owner_required": "Ein Alias, den ein*e Domain-Admin anlegt, braucht einen Besitzer.",
     "refusal.admin.smtp_quota_admins_only": "Nur Admins dürfen SMTP-Limits setzen.",
     "refusal.admin.domain_of_address_not_managed":

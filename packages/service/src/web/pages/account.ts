@@ -1,12 +1,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ownerOrigin } from "../../accounts/security-events.ts";
+import { formatDateTime } from "../../i18n/dates.ts";
 import { addFlash, type FieldErrors, isSpam, seeOther, type WebServices } from "../context.ts";
 import { signedIn } from "../guards.ts";
 import { confirmPassword, newPasswordFields, repeatErrors } from "../password-confirmation.ts";
 import { refusalOnField } from "../refusals.ts";
 import { render } from "../render.ts";
+import { ownerRow } from "../security-event-texts.ts";
+import { pageLinks, pageOf } from "./admin/common.ts";
 import { clearSessionCookie } from "./sign-in.ts";
 
 type Form = Record<string, string | undefined>;
+const activityPerPage = 50;
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
 
 /** `/account` and its settings pages that need nothing but the account itself. */
@@ -15,6 +20,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
   const guarded = { preHandler: signedIn };
   const posted = { preHandler: [app.csrfProtection, signedIn] };
   const me = (request: FastifyRequest) => request.web.session!.user;
+  const origin = (request: FastifyRequest) => ownerOrigin("web", request.ip);
 
   app.get("/account", guarded, async (request, reply) => {
     const session = request.web.session!;
@@ -51,7 +57,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     const confirmed = await confirmPassword(request, reply, services, current, "currentPassword");
     if ("errors" in confirmed) return passwordForm(request, reply, confirmed.errors, confirmed.status);
     try {
-      await lifecycle.changePassword(confirmed.proof, next, {
+      await lifecycle.changePassword(confirmed.proof, next, origin(request), {
         keepSessionIdHash: request.web.session!.idHash,
       });
     } catch (error) {
@@ -71,7 +77,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
     if ("errors" in confirmed)
       return render(request, reply, "account/recovery-token", { errors: confirmed.errors }, confirmed.status);
-    const token = await lifecycle.renewRecoveryToken(confirmed.proof);
+    const token = await lifecycle.renewRecoveryToken(confirmed.proof, origin(request));
     // Shown in this answer only: never in a URL, a log or the session.
     return render(request, reply, "recovery-token-show", { token, action: "/account/recovery-token/ack" });
   });
@@ -97,10 +103,35 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
   );
 
   app.post("/account/sessions/end-all", posted, async (request, reply) => {
-    await sessions.endAll(me(request).id);
+    await lifecycle.signOutEverywhere(me(request), origin(request));
     clearSessionCookie(request, reply);
     return seeOther(reply, "/login?notice=signedOut");
   });
+
+  app.get<{ Querystring: Record<string, string | undefined> }>(
+    "/account/activity",
+    guarded,
+    async (request, reply) => {
+      const page = pageOf(request.query);
+      const [listing, days] = await Promise.all([
+        services.securityEvents.forUser(me(request).id, {
+          limit: activityPerPage,
+          offset: (page - 1) * activityPerPage,
+        }),
+        settings.get("security_event_days"),
+      ]);
+      const t = request.web.t;
+      return render(request, reply, "account/activity", {
+        days,
+        total: listing.total,
+        events: listing.items.map((event) => ({
+          ...ownerRow(t, event),
+          when: formatDateTime(request.web.locale, event.at),
+        })),
+        ...pageLinks("/account/activity", {}, { page, perPage: activityPerPage, total: listing.total }),
+      });
+    },
+  );
 
   app.get("/account/delete", guarded, (request, reply) => render(request, reply, "account/delete"));
 
@@ -108,7 +139,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
     const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
     if ("errors" in confirmed)
       return render(request, reply, "account/delete", { errors: confirmed.errors }, confirmed.status);
-    await lifecycle.delete(confirmed.proof.user);
+    await lifecycle.delete(confirmed.proof.user, origin(request));
     clearSessionCookie(request, reply);
     return seeOther(reply, "/login?notice=deleted");
   });

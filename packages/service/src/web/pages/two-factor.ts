@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import QRCode from "qrcode";
+import { ownerOrigin } from "../../accounts/security-events.ts";
 import { totpCodeWrong } from "../../accounts/two-factor.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
 import { signedIn } from "../guards.ts";
@@ -95,7 +96,7 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
     if (code === "") return scanPage(request, reply, pending.secret, { code: { key: "form.required" } }, 422);
     let backupCodes: string[];
     try {
-      backupCodes = await twoFactor.confirm(current.user, pending, code, {
+      backupCodes = await twoFactor.confirm(current.user, pending, code, ownerOrigin("web", request.ip), {
         keepSessionIdHash: current.idHash,
       });
     } catch (error) {
@@ -124,7 +125,7 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
     if (!isEnabled(request)) return seeOther(reply, "/account/twofactor");
     const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
     if ("errors" in confirmed) return overview(request, reply, confirmed.errors, confirmed.status);
-    await twoFactor.disable(session(request).user);
+    await twoFactor.disable(session(request).user, ownerOrigin("web", request.ip));
     await addFlash(request, { kind: "success", key: "totpSetup.disabled" });
     return seeOther(reply, "/account/twofactor");
   });

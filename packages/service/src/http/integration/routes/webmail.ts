@@ -10,6 +10,7 @@ import {
   passwordTooLong,
   passwordTooShort,
 } from "../../../accounts/password-policy.ts";
+import { ownerOrigin } from "../../../accounts/security-events.ts";
 import type { SignInService } from "../../../accounts/sign-in.ts";
 import { type AnyRefusal, ServiceError } from "../../../errors.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
@@ -144,7 +145,8 @@ export async function webmailRoutes(
     },
     async (request, reply) => {
       const { email, password, newPassword } = request.body;
-      const result = await services.signIn.signIn(email, password, originOf(request, reply, "webmail"));
+      const origin = originOf(request, reply, "webmail");
+      const result = await services.signIn.signIn(email, password, origin);
       // A user who must change the password may do it here: that is what the flag asks for.
       if (result.kind !== "ok" && result.kind !== "password_change_required") {
         const failed = { status: 401, message: "Bad credentials" } as const;
@@ -152,7 +154,11 @@ export async function webmailRoutes(
         return refuseSignIn(reply, result.kind, { unknown: failed, wrongPassword: failed }, retryAfter);
       }
       try {
-        await services.lifecycle.changePassword(result.proof, newPassword);
+        await services.lifecycle.changePassword(
+          result.proof,
+          newPassword,
+          ownerOrigin("webmail", origin.client?.address ?? request.ip),
+        );
       } catch (error) {
         const words = policyRefusals.find(
           ([definition]) => error instanceof ServiceError && error.is(definition),

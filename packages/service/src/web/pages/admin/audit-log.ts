@@ -2,18 +2,20 @@ import type { FastifyInstance } from "fastify";
 import { type AuditFilter, auditActions } from "../../../accounts/audit-log.ts";
 import { readSearch } from "../../../accounts/paging.ts";
 import type { FieldErrors, WebServices } from "../../context.ts";
-import { actorOf, adminArea, adminPage, pageLinks, pageOf, type Query, text, wholeNumber } from "./common.ts";
+import {
+  actorOf,
+  adminArea,
+  adminPage,
+  dateOf,
+  pageLinks,
+  pageOf,
+  type Query,
+  text,
+  wholeNumber,
+} from "./common.ts";
 
 const perPage = 50;
 const day = 86400;
-
-/** A `YYYY-MM-DD` date as Unix seconds at 00:00 UTC; undefined when empty, null when not a date. */
-function dateOf(value: string): number | undefined | null {
-  if (value === "") return undefined;
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return null;
-  const time = Date.parse(`${value}T00:00:00Z`);
-  return Number.isNaN(time) ? null : Math.floor(time / 1000);
-}
 
 /**
  * `/admin/audit-log`: who changed what, when and from where, newest first, with filters. A domain

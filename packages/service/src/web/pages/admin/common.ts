@@ -56,6 +56,14 @@ export function cursorOf(query: Query): ListCursor {
   return {};
 }
 
+/** A `YYYY-MM-DD` date as Unix seconds at 00:00 UTC; undefined when empty, null when not a date. */
+export function dateOf(value: string): number | undefined | null {
+  if (value === "") return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return null;
+  const time = Date.parse(`${value}T00:00:00Z`);
+  return Number.isNaN(time) ? null : Math.floor(time / 1000);
+}
+
 /** `?page=N` of the offset-paged lists (audit log, deliveries): 1 or more. */
 export function pageOf(query: Query): number {
   const page = wholeNumber(query.page);
@@ -103,6 +111,7 @@ export const sections: { path: string; key: MessageKey; reach: "all" | "domain" 
   { path: "/admin/webhooks", key: "admin.nav.webhooks", reach: "all" },
   { path: "/admin/maintenance", key: "admin.nav.maintenance", reach: "all" },
   { path: "/admin/audit-log", key: "admin.nav.auditLog", reach: "domain" },
+  { path: "/admin/security-events", key: "admin.nav.securityEvents", reach: "domain" },
 ];
 
 /**

@@ -10,6 +10,7 @@ import { adminInviteCodePages } from "./invite-codes.ts";
 import { adminMaintenancePages } from "./maintenance.ts";
 import { adminOpenPgpKeyPages } from "./openpgp-keys.ts";
 import { adminReservedNamePages } from "./reserved-names.ts";
+import { adminSecurityEventPages } from "./security-events.ts";
 import { adminSettingsPages } from "./settings.ts";
 import { adminTokenPages } from "./tokens.ts";
 import { adminUserPages } from "./users.ts";
@@ -42,5 +43,6 @@ export async function adminPages(app: FastifyInstance, services: WebServices) {
     await adminWebhookPages(scope, services);
     await adminMaintenancePages(scope, services);
     await adminAuditLogPages(scope, services);
+    await adminSecurityEventPages(scope, services);
   });
 }
