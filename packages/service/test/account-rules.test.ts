@@ -423,12 +423,18 @@ describe("one owner per account rule", () => {
       await service.services.domains.create("sub.example.org");
       await service.services.domains.create("xn--bcher-kva.example");
       for (const [i, c] of cases.entries()) {
+        // A NUL byte is refused before any rule looks at the address (http/params.ts): 400.
+        const refused = c.address.includes("\0") ? 400 : 422;
         const user = await call("POST", "/users", { email: c.address, password, mailCrypt: false });
-        assert.equal(user.status, c.new === null ? 422 : 201, `${JSON.stringify(c.address)}: ${user.text}`);
+        assert.equal(
+          user.status,
+          c.new === null ? refused : 201,
+          `${JSON.stringify(c.address)}: ${user.text}`,
+        );
         if (c.new !== null) assert.equal(user.body.email, c.new);
         const source = c.address.replace(/^[^@]*/, (local) => `${local}${i}`);
         const alias = await call("POST", "/aliases", { source, destinations: ["dest@example.net"] });
-        const expected = parseNewAddress(source.trim()) === null ? 422 : 201; // a source is trimmed
+        const expected = parseNewAddress(source.trim()) === null ? refused : 201; // a source is trimmed
         assert.equal(alias.status, expected, `alias ${JSON.stringify(source)}: ${alias.text}`);
       }
     });

@@ -142,6 +142,7 @@ export const dumpTables: readonly AnyDumpTable[] = [
 export const excludedTables: Readonly<Record<string, string>> = {
   web_sessions: "sessions: people sign in again on the new database",
   sign_in_failures: "short-lived throttling state",
+  trusted_clients: "the sign-in guard's clients that signed in before: relearnt at the next sign-ins",
   job_runs: "when the scheduled jobs last ran on this installation",
   schema_migrations: "migration bookkeeping: the header names the schema version",
   schema_migrations_lock: "migration bookkeeping",

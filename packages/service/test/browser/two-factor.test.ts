@@ -96,7 +96,8 @@ describe("web: two-factor enrolment, sign-in with TOTP and backup codes, switchi
     assert.equal(enabled.totpConfirmed, true);
     assert.equal(enabled.totpSecret, secret);
     assert.equal(enabled.totpBackupCodes.length, 6);
-    for (const stored of enabled.totpBackupCodes) assert.match(stored, /^\$scrypt\$/, "stored hashed");
+    for (const stored of enabled.totpBackupCodes)
+      assert.match(stored, /^\$hmac-sha256\$/, "stored as a keyed hash");
     assert.ok(enabled.totpLastStep !== null, "the confirming code is recorded as used");
 
     await page.getByRole("button", { name: "Continue" }).click();
