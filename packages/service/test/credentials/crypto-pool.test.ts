@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { CryptoPool, ensureThreadPoolSize } from "../../src/credentials/crypto-pool.ts";
+import {
+  CryptoPool,
+  cryptoAbandoned,
+  cryptoBusy,
+  ensureThreadPoolSize,
+  signalOnClose,
+  withCryptoContext,
+} from "../../src/credentials/crypto-pool.ts";
+import { isRefusal } from "../../src/errors.ts";
 
 /** A job that records how many jobs run at the same moment and finishes when released. */
 function instrument(pool: CryptoPool) {
@@ -87,6 +95,79 @@ describe("CryptoPool", () => {
     );
     assert.equal(await pool.run(async () => 42), 42);
     assert.equal(pool.running, 0);
+  });
+
+  it("interactive work never takes the mail server's share; a freed slot goes to waiting mail work first", async () => {
+    const pool = new CryptoPool(4);
+    const probe = instrument(pool);
+    const interactive = (id: number) =>
+      withCryptoContext({ lane: "interactive" }, () => pool.run(probe.job(id)));
+    const mail = (id: number) => withCryptoContext({ lane: "mail" }, () => pool.run(probe.job(id)));
+    const runs = [interactive(0), interactive(1), interactive(2), interactive(3)];
+    await tick();
+    assert.deepEqual(probe.started, [0, 1], "half the pool stays free for the mail server");
+    runs.push(mail(10), mail(11), mail(12));
+    await tick();
+    assert.deepEqual(probe.started, [0, 1, 10, 11]);
+    probe.releases[0]!(); // an interactive slot frees: the waiting mail job takes it
+    await tick();
+    assert.deepEqual(probe.started, [0, 1, 10, 11, 12]);
+    for (let i = 1; i < 7; i++) {
+      probe.releases[i]!();
+      await tick();
+    }
+    await Promise.all(runs);
+    assert.deepEqual(
+      [...probe.started].sort((a, b) => a - b),
+      [0, 1, 2, 3, 10, 11, 12],
+    );
+  });
+
+  it("a full queue and a long wait are refused as busy; a job whose client left is dropped before it runs", async () => {
+    const pool = new CryptoPool({ size: 1, queueLimit: 2, waitLimitMs: 100 });
+    const probe = instrument(pool);
+    const first = pool.run(probe.job(0));
+    const waiting = [pool.run(probe.job(1)), pool.run(probe.job(2))];
+    await assert.rejects(
+      pool.run(probe.job(3)),
+      (error) => isRefusal(error, cryptoBusy),
+      "the queue is full",
+    );
+    for (const job of waiting)
+      await assert.rejects(job, (error) => isRefusal(error, cryptoBusy), "waited past the limit");
+    assert.equal(pool.queued, 0);
+
+    const controller = new AbortController();
+    const abandoned = withCryptoContext({ lane: "mail", signal: controller.signal }, () =>
+      pool.run(probe.job(4)),
+    );
+    controller.abort();
+    await assert.rejects(abandoned, (error) => isRefusal(error, cryptoAbandoned));
+    probe.releases[0]!();
+    assert.equal(await first, 0);
+    assert.deepEqual(probe.started, [0], "neither the refused nor the abandoned jobs ran");
+    await assert.rejects(
+      withCryptoContext({ lane: "mail", signal: AbortSignal.abort() }, () => pool.run(probe.job(5))),
+      (error) => isRefusal(error, cryptoAbandoned),
+      "an already abandoned request gets no slot",
+    );
+  });
+
+  it("signalOnClose fires when the connection closes before the answer, also when that happened already", () => {
+    const listeners: Array<() => void> = [];
+    const open = {
+      destroyed: false,
+      writableFinished: false,
+      once: (_: "close", fn: () => void) => listeners.push(fn),
+    };
+    const signal = signalOnClose(open);
+    assert.equal(signal.aborted, false);
+    listeners[0]!();
+    assert.equal(signal.aborted, true);
+    const gone = { destroyed: true, writableFinished: false, once: () => undefined };
+    assert.equal(signalOnClose(gone).aborted, true);
+    const answered = { destroyed: true, writableFinished: true, once: () => undefined };
+    assert.equal(signalOnClose(answered).aborted, false);
   });
 
   it("defaults to a positive size and rejects nonsense sizes", () => {
