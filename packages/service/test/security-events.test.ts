@@ -48,13 +48,24 @@ describe("security event log", () => {
     await service?.close();
   });
 
-  const rows = (email?: string) => {
+  /**
+   * This file looks at the events of changes; the sign-in outcomes the guard writes alongside
+   * (sign-in-attacks.test.ts looks at those) are taken out before each read.
+   */
+  const dropSignInEvents = () =>
+    service.services.database.db
+      .deleteFrom("security_events")
+      .where((eb) => eb.or([eb("type", "like", "sign_in.%"), eb("type", "like", "second_factor.%")]))
+      .execute();
+  const rows = async (email?: string) => {
+    await dropSignInEvents();
     let query = service.services.database.db.selectFrom("security_events").selectAll().orderBy("id");
     if (email) query = query.where("email", "=", email);
     return query.execute();
   };
   const types = async (email: string) => (await rows(email)).map((row) => row.type);
   const api = async (path: string) => {
+    await dropSignInEvents();
     const answer = await service.request("GET", `/api/admin/security-events${path}`, { token });
     assert.equal(answer.status, 200, answer.text);
     return answer.body as { items: Record<string, any>[]; total: number };
@@ -306,12 +317,13 @@ describe("security event log", () => {
     for (const [query, message] of [
       ["?type=sign_in.exploded", "type: unknown event type sign_in.exploded"],
       ["?email=not-an-address", "email: not an e-mail address"],
-      ["?email=bob%00@example.org", "email: not an e-mail address"],
+      // A NUL byte is refused before any rule looks at the value (http/params.ts).
+      ["?email=bob%00@example.org", "invalid input: NUL character"],
       ["?since=yesterday", "since: must be a whole number"],
       ["?limit=501", "limit: at most 500"],
-    ]) {
+    ] as const) {
       const answer = await service.request("GET", `/api/admin/security-events${query}`, { token });
-      assert.equal(answer.status, 422, query);
+      assert.equal(answer.status, query.includes("%00") ? 400 : 422, query);
       assert.deepEqual(answer.body, { message }, query);
     }
     assert.equal(
@@ -372,6 +384,7 @@ describe("security event log", () => {
     await bob.signIn("bob@example.org");
     const account = await bob.get("/account");
     assert.match(account.text, /href="\/account\/activity"/);
+    await dropSignInEvents();
     const page = await bob.get("/account/activity");
     assert.equal(page.status, 200);
     assert.match(page.text, /<html lang="en"/);
@@ -435,6 +448,7 @@ describe("security event log", () => {
     const alice = await service.services.users.get("alice@example.org");
     const now = Math.floor(Date.now() / 1000);
     const failed = { type: "sign_in.failed", detail: { reason: "wrong_password" } } as const;
+    await dropSignInEvents();
     await database.db.transaction().execute(async (trx) => {
       await securityEvents.record(trx, alice, ownerOrigin("passdb", "192.0.2.1"), failed, now - 300);
       await securityEvents.record(trx, alice, ownerOrigin("passdb", "192.0.2.1"), failed, now - 200);
@@ -456,7 +470,11 @@ describe("security event log", () => {
       ],
     });
     assert.equal((await securityEvents.recentFailures("alice@example.org", 1)).clients.length, 1);
-    const unknown = (await rows()).find((row) => row.client_address === "192.0.2.4");
+    const unknown = await database.db
+      .selectFrom("security_events")
+      .selectAll()
+      .where("client_address", "=", "192.0.2.4")
+      .executeTakeFirst();
     assert.equal(unknown?.email, null);
   });
 
@@ -480,8 +498,7 @@ describe("security event log", () => {
         ["password.changed", "console", "console", { how: "reset" }],
         ["two_factor.disabled", "console", "console", { how: "reset" }],
         ["recovery.stopped", "console", "console", { how: "reset" }],
-        // Alice's page session of the scope test.
-        ["sessions.ended", "console", "console", { sessions: 1, because: "password_reset" }],
+        // No sessions.ended: switching the second factor on above ended Alice's page session.
       ],
     );
     const text = JSON.stringify((await rows(email)).map((row) => [row.detail, row.email, row.actor]));

@@ -290,6 +290,31 @@ describe("the sign-in guard under attack", () => {
       "a clean address too",
     );
 
+    // Behind one NAT: the owner's address signed in before; a neighbour fails five times elsewhere.
+    assert.equal((await passdb("bob@example.org", password, "203.0.113.60")).status, 200);
+    for (let i = 0; i < 6; i++) await passdb(`neighbour${i}@example.org`, wrong, "203.0.113.60");
+    assert.equal(
+      (await passdb("nobody@example.org", password, "203.0.113.60")).status,
+      429,
+      "the neighbour waits",
+    );
+    assert.equal(
+      (await passdb("bob@example.org", password, "203.0.113.60")).status,
+      200,
+      "the owner does not",
+    );
+
+    // A door without an address (userli's Dovecot adapter): the owner signed in through it before;
+    // twenty guesses from new clients fill the daily ceiling; the owner still gets in there.
+    assert.equal((await passdb("carol@example.org", password)).status, 200);
+    for (let i = 0; i < 20; i++) await passdb("carol@example.org", wrong, `198.51.100.${150 + i}`);
+    assert.equal(
+      (await passdb("carol@example.org", password, "198.51.100.199")).status,
+      429,
+      "a new client waits",
+    );
+    assert.equal((await passdb("carol@example.org", password)).status, 200, "the owner's door does not");
+
     // The web: the owner's browser signed in before (device cookie); the attacker shares its address.
     const owner = new WebClient(service.url);
     await owner.signIn("dave@example.org");

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
+import { clientGroup } from "../src/accounts/client-address.ts";
 import { accountCeiling, clientPolicy, delayAfter } from "../src/accounts/sign-in-guard.ts";
 import { password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
@@ -94,6 +95,29 @@ describe("one brute-force policy across every door", () => {
     for (let i = 0; i < 6; i++) await smtp("bob@example.org", "wrong password!!", "192.0.2.99");
     const metrics = await service.request("GET", "/metrics", { token: metricsToken });
     assert.match(metrics.text, /sign_ins_total\{[^}]*result="throttled"[^}]*\} [1-9]/);
+  });
+
+  test("client addresses are grouped: IPv4 alone, IPv6 by /64, IPv4 in IPv6 spellings as IPv4; invite codes by network", () => {
+    const cases: [string, string | null, string | null][] = [
+      ["192.0.2.1", "192.0.2.1", "192.0.2.0/24"],
+      [" 192.0.2.1 ", "192.0.2.1", "192.0.2.0/24"],
+      ["2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64", "2001:db8:1::/48"],
+      ["2001:DB8:1:2::9", "2001:db8:1:2::/64", "2001:db8:1::/48"],
+      ["2001:db8:0001:0002::", "2001:db8:1:2::/64", "2001:db8:1::/48"],
+      ["fe80::1%eth0", "fe80:0:0:0::/64", "fe80:0:0::/48"],
+      ["::ffff:192.0.2.1", "192.0.2.1", "192.0.2.0/24"],
+      ["0:0:0:0:0:ffff:192.0.2.1", "192.0.2.1", "192.0.2.0/24"],
+      ["::ffff:c000:201", "192.0.2.1", "192.0.2.0/24"],
+      ["::192.0.2.1", "192.0.2.1", "192.0.2.0/24"],
+      ["::1", "0:0:0:0::/64", "0:0:0::/48"],
+      ["junk", null, null],
+      ["192.0.2.300", null, null],
+      ["", null, null],
+    ];
+    for (const [address, subscriber, network] of cases) {
+      assert.equal(clientGroup(address), subscriber, address);
+      assert.equal(clientGroup(address, "network"), network, address);
+    }
   });
 
   test("the delays grow with consecutive failures and stay bounded; old counters are forgotten", () => {

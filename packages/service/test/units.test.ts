@@ -44,7 +44,7 @@ describe("configuration", () => {
       assert.deepEqual(loadConfig(Object.fromEntries(names.map((n) => [n, value]))), defaults);
       for (const name of names) assert.deepEqual(loadConfig({ [name]: value }), defaults, name);
     }
-    assert.deepEqual(defaults.webhookRetryDelays, [10, 60, 360]);
+    assert.deepEqual(defaults.webhookRetryDelays, [10, 60, 180]);
     assert.equal(defaults.databasePreparedStatements, true);
     assert.equal(loadConfig({ DATABASE_PREPARED_STATEMENTS: "off" }).databasePreparedStatements, false);
     assert.throws(

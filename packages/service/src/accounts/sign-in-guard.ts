@@ -168,7 +168,7 @@ export class SignInGuard {
     const account = attempt.account === null ? null : normalAccount(attempt.account);
     const { client, trusted } = await this.#client(attempt, account);
     const kind = attempt.kind;
-    const clientSubject = `c:${kind}:${client}`;
+    const clientSubject = trusted ? `t:${kind}:${client}|${account}` : `c:${kind}:${client}`;
     const accountSubject = account === null ? null : `a:${kind}:${account}`;
     // Attempts of one client (and of one account, from clients it has not seen) wait their turn
     // here rather than be refused by the lease: a phone's IMAP connections opened at once all get
@@ -192,7 +192,9 @@ export class SignInGuard {
     const refund = () => Promise.all(reservations.map((r) => this.#refund(r)));
 
     // Trusted clients take no lease: across instances their parallel sign-ins do not refuse each other.
-    const clientSubject = `c:${kind}:${client}`;
+    // A trusted client counts its own failures on this account only: a neighbour behind the same
+    // address failing elsewhere never holds it back.
+    const clientSubject = trusted ? `t:${kind}:${client}|${account}` : `c:${kind}:${client}`;
     const clientReservation = await this.#reserve(clientSubject, clientPolicy, now, !trusted);
     if ("retryAfter" in clientReservation)
       return { outcome: "throttled", retryAfter: clientReservation.retryAfter };
@@ -215,7 +217,7 @@ export class SignInGuard {
     }
     if (verdict.right) {
       await refund();
-      const trusts = client.startsWith("d:") || (client.startsWith("ip:") && trustsAddress[attempt.door]);
+      const trusts = client.startsWith("d:") || trustsAddress[attempt.door];
       if (account !== null && trusts) await this.#trust(account, client, now);
       return { outcome: "right", value: verdict.value, trustedClient: client, trusted };
     }
@@ -277,16 +279,17 @@ export class SignInGuard {
 
   /** The client key of an attempt, and whether it signed in to the account before. */
   async #client(attempt: Attempt, account: string | null): Promise<{ client: string; trusted: boolean }> {
-    const group = attempt.client.address ? clientGroup(attempt.client.address) : null;
+    // Invite codes have no account and so no ceiling: their clients are counted by wider networks.
+    const width = attempt.kind === "invite_code" ? "network" : "subscriber";
+    const group = attempt.client.address ? clientGroup(attempt.client.address, width) : null;
     if (account !== null && attempt.client.device) {
       const device = deviceKey(attempt.client.device);
       if (await this.#isTrusted(account, device)) return { client: device, trusted: true };
     }
-    if (group === null) {
-      // No address: the door is a client of its own, per account (never "everyone").
-      return { client: `door:${attempt.door}:${account ?? ""}`, trusted: false };
-    }
-    const client = `ip:${group}`;
+    // No address: the door is a client of its own, per account (never "everyone"). Once the owner
+    // signed in through it, it is trusted like an address: the daily ceiling never locks the owner
+    // out there (whoever else comes through that door shares its counter: send the address).
+    const client = group === null ? `door:${attempt.door}:${account ?? ""}` : `ip:${group}`;
     const trusted =
       account !== null && trustsAddress[attempt.door] && (await this.#isTrusted(account, client));
     return { client, trusted };
@@ -457,10 +460,10 @@ export class SignInGuard {
           .then(eb("failures", "-", 1))
           .else(0)
           .end(),
-        ...(reservation.lease === 0 ? {} : { busy_until: 0 }),
       }))
       .where("subject", "=", reservation.subject)
       .execute();
+    await this.#release(reservation);
   }
 
   /** Tells the owner once per window when this failure filled the account's ceiling. */
@@ -469,17 +472,24 @@ export class SignInGuard {
     const row = await this.#row(`a:${kind}:${account}`);
     if (!row || Number(row.failures) < accountCeiling.freeFailures) return;
     try {
-      // One marker row per window: only the insert that creates it tells the owner.
-      await this.#db
-        .insertInto("sign_in_failures")
-        .values({
-          subject: `n:${kind}:${account}`,
-          failures: 1,
-          last_failure_at: now,
-          blocked_until: now + accountCeiling.forgetAfter,
-          busy_until: 0,
-        })
-        .execute();
+      // One marker row per window: only the statement that creates or renews it tells the owner.
+      const renewed = await this.#db
+        .updateTable("sign_in_failures")
+        .set({ last_failure_at: now, blocked_until: now + accountCeiling.forgetAfter })
+        .where("subject", "=", `n:${kind}:${account}`)
+        .where("blocked_until", "<", now)
+        .executeTakeFirst();
+      if (Number(renewed.numUpdatedRows) === 0)
+        await this.#db
+          .insertInto("sign_in_failures")
+          .values({
+            subject: `n:${kind}:${account}`,
+            failures: 1,
+            last_failure_at: now,
+            blocked_until: now + accountCeiling.forgetAfter,
+            busy_until: 0,
+          })
+          .execute();
     } catch {
       return;
     }

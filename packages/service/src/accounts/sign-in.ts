@@ -8,6 +8,7 @@ import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
+import { clientGroup } from "./client-address.ts";
 import {
   type MailCryptAction,
   mailCryptFor,
@@ -171,13 +172,19 @@ export class SignInService {
     }
   }
 
-  /** At most one throttled event a minute per door, account and client: a flood writes no flood of rows. */
+  /** At most one throttled event a minute per door and client group: a flood writes no flood of rows. */
   async #recordThrottled(subject: SecurityEventSubject, origin: CheckOrigin, retryAfter: number) {
-    const key = `${origin.door}|${subject.email}|${origin.client?.address ?? ""}`;
+    const address = origin.client?.address;
+    const group = address ? clientGroup(address) : `${subject.email}`;
+    const key = `${origin.door}|${group}`;
     const now = Date.now();
     if ((this.#throttledRecorded.get(key) ?? 0) > now - 60_000) return;
-    if (this.#throttledRecorded.size >= 10_000) this.#throttledRecorded.clear();
+    // Bounded: the oldest entries go first (a Map keeps insertion order).
+    this.#throttledRecorded.delete(key);
     this.#throttledRecorded.set(key, now);
+    if (this.#throttledRecorded.size > 10_000)
+      for (const old of [...this.#throttledRecorded.keys()].slice(0, 1_000))
+        this.#throttledRecorded.delete(old);
     await this.#record(subject, origin, { type: "sign_in.throttled", detail: { retryAfter } });
   }
 

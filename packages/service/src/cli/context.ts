@@ -26,7 +26,7 @@ export async function withServices<T>(run: (services: Services) => Promise<T>): 
     await migrateToLatest(database);
     // The service's own options that change a rule: the leaked-password check applies here too.
     return await run(
-      createServices(database, new CryptoPool(config.cryptoPoolSize), {
+      createServices(database, new CryptoPool({ size: config.cryptoPoolSize, defaultLane: "mail" }), {
         installationSecret,
         pwnedPasswordsUrl: config.pwnedPasswordsUrl,
         // As the service logs it: the range API down lets the password through, said once per lookup.

@@ -54,6 +54,11 @@ export interface CryptoPoolOptions {
   queueLimit?: number;
   /** Milliseconds a job may wait for a slot before it is refused (`crypto.busy`). */
   waitLimitMs?: number;
+  /**
+   * The lane of work that names none. The service's is `interactive` (a registration's or a password
+   * change's hashing must not take the mail server's share); the console's is `mail` (all slots).
+   */
+  defaultLane?: CryptoLane;
 }
 
 interface Waiter {
@@ -75,6 +80,7 @@ export class CryptoPool {
   readonly #interactiveLimit: number;
   readonly #queueLimit: number;
   readonly #waitLimitMs: number;
+  readonly #defaultLane: CryptoLane;
   #running = 0;
   #runningInteractive = 0;
   readonly #waiting: Record<CryptoLane, Waiter[]> = { mail: [], interactive: [] };
@@ -88,6 +94,7 @@ export class CryptoPool {
     this.#interactiveLimit = size === 1 ? 1 : size - Math.max(1, Math.floor(size / 2));
     this.#queueLimit = options.queueLimit ?? 32 * size;
     this.#waitLimitMs = options.waitLimitMs ?? 10_000;
+    this.#defaultLane = options.defaultLane ?? "interactive";
   }
 
   get size(): number {
@@ -104,8 +111,7 @@ export class CryptoPool {
 
   async run<T>(job: () => Promise<T>): Promise<T> {
     const context = contexts.getStore();
-    // Work that names no lane (console, importers, jobs) is not interactive: it may use every slot.
-    const lane = context?.lane ?? "mail";
+    const lane = context?.lane ?? this.#defaultLane;
     await this.#acquire(lane, context?.signal);
     try {
       return await job();

@@ -130,6 +130,12 @@ export async function buildApp({
     reply.code(503).type("application/json; charset=utf-8").send(shuttingDown);
   });
   app.addHook("preValidation", refuseNul);
+  // A request whose client has hung up is not handled (no page rendered, no guard consulted): a flood
+  // of abandoned requests costs no work (docs/security.md). A callback hook: one read per request.
+  app.addHook("preHandler", (_request, reply, done) => {
+    if (!reply.raw.destroyed) return done();
+    reply.hijack();
+  });
   app.setErrorHandler(errorHandler);
   // Unknown paths of the APIs answer JSON; any other is a page a person may have typed.
   app.setNotFoundHandler((request, reply) =>

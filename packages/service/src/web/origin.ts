@@ -24,10 +24,11 @@ export const webOrigin = (request: FastifyRequest, reply: FastifyReply): CheckOr
   signal: signalOnClose(reply.raw),
 });
 
-/** The browser's device value, made and set now when it has none yet. */
-export function ensureDevice(request: FastifyRequest, reply: FastifyReply): string {
-  const existing = deviceOf(request);
-  if (existing) return existing;
+/**
+ * A new device value for this browser, set now: after every whole sign-in, so a value planted in the
+ * browser by someone else (a sibling host's cookie) never becomes trusted.
+ */
+export function newDevice(request: FastifyRequest, reply: FastifyReply): string {
   const secure = request.protocol === "https";
   const device = randomBytes(32).toString("base64url");
   reply.setCookie(deviceCookie(secure), device, {

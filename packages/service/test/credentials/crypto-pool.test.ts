@@ -41,7 +41,7 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("CryptoPool", () => {
   it("runs at most `size` jobs at once, the rest FIFO, and runs them all", async () => {
-    const pool = new CryptoPool(3);
+    const pool = new CryptoPool({ size: 3, defaultLane: "mail" });
     const probe = instrument(pool);
     const results = Array.from({ length: 10 }, (_, i) => pool.run(probe.job(i)));
     await tick();
@@ -61,7 +61,7 @@ describe("CryptoPool", () => {
   });
 
   it("bounds concurrency of real asynchronous jobs finishing in random order", async () => {
-    const pool = new CryptoPool(4);
+    const pool = new CryptoPool({ size: 4, defaultLane: "mail" });
     let current = 0;
     let max = 0;
     let done = 0;

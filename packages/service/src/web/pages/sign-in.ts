@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type SecondFactorResult, signInThrottled } from "../../accounts/sign-in.ts";
 import type { User } from "../../accounts/users.ts";
 import { type FieldErrors, seeOther, sessionCookie, type WebServices } from "../context.ts";
-import { ensureDevice, webOrigin } from "../origin.ts";
+import { newDevice, webOrigin } from "../origin.ts";
 import { refusalOnField } from "../refusals.ts";
 import { render } from "../render.ts";
 
@@ -62,7 +62,7 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
   /** The whole sign-in succeeded: it counts as activity, and this browser is a device the guard knows. */
   const signedIn = async (request: FastifyRequest, reply: FastifyReply, user: User) => {
     await signIn.recordSecondFactor(user, webOrigin(request, reply));
-    await services.signInGuard.trustDevice(user.email, ensureDevice(request, reply));
+    await services.signInGuard.trustDevice(user.email, newDevice(request, reply));
   };
 
   /** The user is in: a new session id (never the pre-sign-in one), then the second step or the account. */
