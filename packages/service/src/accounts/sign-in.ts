@@ -38,7 +38,8 @@ import { nowSeconds, toUser, type User, type UserService } from "./users.ts";
  */
 export type SignInResult =
   | { kind: "unknown" }
-  | { kind: "wrong_password" }
+  /** `user`: the account the failure is recorded for (its owner reads it); never told to the caller. */
+  | { kind: "wrong_password"; user: User }
   | { kind: "spam"; user: User }
   | { kind: "password_change_required"; user: User; proof: ConfirmedPassword }
   | { kind: "throttled"; retryAfter: number }
@@ -239,7 +240,7 @@ export class SignInService {
       return { kind: "unknown" };
     }
     const check = await verifyPassword(password, user.passwordHash, this.#pool);
-    if (!check.valid) return { kind: "wrong_password" };
+    if (!check.valid) return { kind: "wrong_password", user };
     const roles = effectiveRoles(user.roles);
     if (roles.has("ROLE_SPAM")) return { kind: "spam", user };
     if (user.passwordChangeRequired)
