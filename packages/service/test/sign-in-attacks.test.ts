@@ -271,6 +271,11 @@ describe("the sign-in guard under attack", () => {
   });
 
   test("no lock-out: failures on the web do not hold back the owner at passdb without an address; a trusted client gets in however many others guess", async () => {
+    // The owner's browser signed in before (its device cookie), from the address the attackers use.
+    const owner = new WebClient(service.url);
+    await owner.signIn("dave@example.org");
+    await owner.post("/logout");
+
     const web = new WebClient(service.url);
     await web.get("/login");
     for (let i = 0; i < 10; i++) await web.post("/login", { email: "dave@example.org", password: wrong });
@@ -315,10 +320,7 @@ describe("the sign-in guard under attack", () => {
     );
     assert.equal((await passdb("carol@example.org", password)).status, 200, "the owner's door does not");
 
-    // The web: the owner's browser signed in before (device cookie); the attacker shares its address.
-    const owner = new WebClient(service.url);
-    await owner.signIn("dave@example.org");
-    await owner.post("/logout");
+    // The web: the attacker shares the owner's browser's address.
     const attacker = new WebClient(service.url);
     await attacker.get("/login");
     for (let i = 0; i < 10; i++)
