@@ -30,6 +30,9 @@ async function main() {
   const services = createServices(database, new CryptoPool(config.cryptoPoolSize), {
     installationSecret,
     pwnedPasswordsUrl: config.pwnedPasswordsUrl,
+    // The owner's "someone is guessing" notice failed (it never changes an answer).
+    onGuardError: (error) =>
+      logger.warn({ err: error instanceof Error ? error.message : String(error) }, "guessing notice failed"),
     onPasswordLookupError: (error) =>
       logger.warn(
         { err: error instanceof Error ? error.message : String(error) },

@@ -87,7 +87,7 @@ export type Guarded<T> =
   | { outcome: "throttled"; retryAfter: number }
   | { outcome: "wrong"; value: T }
   /** `trusted`: the client had signed in to the account before this attempt. */
-  | { outcome: "right"; value: T; trustedClient: string | null; trusted: boolean };
+  | { outcome: "right"; value: T; trusted: boolean };
 
 /** What a check tells the guard: whether the secret was right, and what the door needs of it. */
 export interface Verdict<T> {
@@ -162,7 +162,7 @@ export class SignInGuard {
       // The operator at the console holds the database already: nothing to guess, nothing counted.
       const verdict = await withCryptoContext({ lane: "mail" }, check);
       return verdict.right
-        ? { outcome: "right", value: verdict.value, trustedClient: null, trusted: false }
+        ? { outcome: "right", value: verdict.value, trusted: false }
         : { outcome: "wrong", value: verdict.value };
     }
     const account = attempt.account === null ? null : normalAccount(attempt.account);
@@ -219,7 +219,7 @@ export class SignInGuard {
       await refund();
       const trusts = client.startsWith("d:") || trustsAddress[attempt.door];
       if (account !== null && trusts) await this.#trust(account, client, now);
-      return { outcome: "right", value: verdict.value, trustedClient: client, trusted };
+      return { outcome: "right", value: verdict.value, trusted };
     }
     await release();
     if (account !== null && !trusted) await this.#afterFailure(account, kind, now);
@@ -254,12 +254,6 @@ export class SignInGuard {
       finished();
       for (const subject of subjects) if (this.#lines.get(subject) === mine) this.#lines.delete(subject);
     }
-  }
-
-  /** Whether this account's ceiling holds back new clients now (for the tests and the console). */
-  async ceilingReached(kind: SecretKind, account: string, now = nowSeconds()): Promise<boolean> {
-    const row = await this.#row(`a:${kind}:${normalAccount(account)}`);
-    return row !== undefined && this.#blockedFor(row, accountCeiling, now, Date.now()) > 0;
   }
 
   /** Counters and trusts nobody has used for a while; run by the cleanup job. */

@@ -91,7 +91,7 @@ export interface SignInOptions extends CheckOrigin {
   account?: string;
   /**
    * The door has a second step (the web's 2FA): the sign-in is recorded as activity only once that
-   * step succeeds (`recordSecondFactor`), not at the password.
+   * step succeeds (`recordCompletedSignIn`), not at the password.
    */
   deferActivity?: boolean;
 }
@@ -146,7 +146,7 @@ export class SignInService {
    * The security event of a password sign-in. Failures are recorded for unknown addresses too (the
    * same work either way, so the time does not tell); the mail server's sign-ins of clients that
    * signed in before are not (each IMAP connection would be a row); the web's is recorded when the
-   * whole sign-in is done (`recordSecondFactor`).
+   * whole sign-in is done (`recordCompletedSignIn`).
    */
   async #recordSignIn(account: string, origin: SignInOptions, result: SignInResult, trusted: boolean) {
     const door = origin.door ?? "console";
@@ -219,7 +219,7 @@ export class SignInService {
    * The last step of a deferred sign-in (the web's password, or its second factor) succeeded: now it
    * counts as the user's activity and is recorded as a sign-in.
    */
-  async recordSecondFactor(
+  async recordCompletedSignIn(
     user: User,
     origin: CheckOrigin = {},
     secondFactor?: SecondFactorKind,

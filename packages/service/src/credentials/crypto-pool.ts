@@ -62,7 +62,6 @@ export interface CryptoPoolOptions {
 }
 
 interface Waiter {
-  lane: CryptoLane;
   start: () => void;
   fail: (error: Error) => void;
 }
@@ -147,7 +146,6 @@ export class CryptoPool {
       };
       const abandoned = () => waiter.fail(cryptoAbandoned());
       const waiter: Waiter = {
-        lane,
         start: () => {
           leave();
           resolve();

@@ -3,10 +3,10 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { auditActions } from "../../accounts/audit-log.ts";
 import type { DomainService } from "../../accounts/domains.ts";
-import { readPage, readSearch, readWholeNumber } from "../../accounts/paging.ts";
+import { readPage, readSearch } from "../../accounts/paging.ts";
 import type { AdminService } from "../../admin/service.ts";
 import { actorOf } from "./actor.ts";
-import { adminErrors, adminRoute, givenText, Listing, OrNull, PageQuery, timeRule } from "./input.ts";
+import { adminErrors, adminRoute, givenText, Listing, OrNull, PageQuery, readTimeWindow } from "./input.ts";
 
 const tag = "admin: audit log";
 
@@ -81,8 +81,7 @@ export async function auditLogRoutes(
     async (request) => {
       const query = request.query;
       const page = readPage({ limit: query.limit, offset: query.offset });
-      const since = readWholeNumber(query.since, "since", timeRule);
-      const until = readWholeNumber(query.until, "until", timeRule);
+      const window = readTimeWindow(query);
       const domainName = givenText(query.domain);
       let domainId: number | undefined;
       if (domainName !== undefined) {
@@ -98,8 +97,7 @@ export async function auditLogRoutes(
           action: givenText(query.action),
           target: givenText(readSearch(query.target)),
           ...(domainId === undefined ? {} : { domainId }),
-          ...(since < 0 ? {} : { since }),
-          ...(until < 0 ? {} : { until }),
+          ...window,
         },
         { limit: page.limit, offset: page.offset },
       );

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifySchemaValidationError } from "fastify";
 import { type TSchema, Type } from "typebox";
-import { fieldNumberRefusals } from "../../accounts/paging.ts";
+import { fieldNumberRefusals, readWholeNumber } from "../../accounts/paging.ts";
 import { refusal, type ServiceError } from "../../errors.ts";
 import {
   bodyErrors,
@@ -41,6 +41,16 @@ export const timeRule = {
   outOfRange: "refuse" as const,
   refusals: fieldNumberRefusals,
 };
+
+/** `?since=` and `?until=` (Unix seconds) of the logs' lists, as the filter's optional fields. */
+export function readTimeWindow(query: { since?: unknown; until?: unknown }): {
+  since?: number;
+  until?: number;
+} {
+  const since = readWholeNumber(query.since, "since", timeRule);
+  const until = readWholeNumber(query.until, "until", timeRule);
+  return { ...(since < 0 ? {} : { since }), ...(until < 0 ? {} : { until }) };
+}
 
 export const givenText = (value: string | undefined): string | undefined =>
   value === undefined || value === "" ? undefined : value;

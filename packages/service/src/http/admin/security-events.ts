@@ -1,11 +1,11 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
-import { readPage, readWholeNumber } from "../../accounts/paging.ts";
+import { readPage } from "../../accounts/paging.ts";
 import { securityEventDoors, securityEventTypes } from "../../accounts/security-events.ts";
 import type { AdminService } from "../../admin/service.ts";
 import { actorOf } from "./actor.ts";
-import { adminErrors, adminRoute, givenText, Listing, OrNull, PageQuery, timeRule } from "./input.ts";
+import { adminErrors, adminRoute, givenText, Listing, OrNull, PageQuery, readTimeWindow } from "./input.ts";
 
 const tag = "admin: security events";
 
@@ -85,8 +85,7 @@ export async function securityEventRoutes(scope: FastifyInstance, { admin }: { a
     async (request) => {
       const query = request.query;
       const page = readPage({ limit: query.limit, offset: query.offset });
-      const since = readWholeNumber(query.since, "since", timeRule);
-      const until = readWholeNumber(query.until, "until", timeRule);
+      const window = readTimeWindow(query);
       const email = givenText(query.email);
       const type = givenText(query.type);
       const listing = await admin.securityEvents.list(
@@ -94,8 +93,7 @@ export async function securityEventRoutes(scope: FastifyInstance, { admin }: { a
         {
           ...(email === undefined ? {} : { email }),
           ...(type === undefined ? {} : { type }),
-          ...(since < 0 ? {} : { since }),
-          ...(until < 0 ? {} : { until }),
+          ...window,
         },
         { limit: page.limit, offset: page.offset },
       );

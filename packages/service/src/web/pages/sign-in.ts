@@ -61,7 +61,7 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
 
   /** The whole sign-in succeeded: it counts as activity, and this browser is a device the guard knows. */
   const signedIn = async (request: FastifyRequest, reply: FastifyReply, user: User) => {
-    await signIn.recordSecondFactor(user, webOrigin(request, reply));
+    await signIn.recordCompletedSignIn(user, webOrigin(request, reply));
     await services.signInGuard.trustDevice(user.email, newDevice(request, reply));
   };
 

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from "fastify";
 import { type AuditFilter, auditActions } from "../../../accounts/audit-log.ts";
 import { readSearch } from "../../../accounts/paging.ts";
-import type { FieldErrors, WebServices } from "../../context.ts";
+import type { WebServices } from "../../context.ts";
 import {
   actorOf,
   adminArea,
   adminPage,
-  dateOf,
+  dateWindow,
   pageLinks,
   pageOf,
   type Query,
@@ -15,7 +15,6 @@ import {
 } from "./common.ts";
 
 const perPage = 50;
-const day = 86400;
 
 /**
  * `/admin/audit-log`: who changed what, when and from where, newest first, with filters. A domain
@@ -26,29 +25,23 @@ export async function adminAuditLogPages(app: FastifyInstance, services: WebServ
   app.get<{ Querystring: Query }>("/admin/audit-log", { preHandler: adminArea }, async (request, reply) => {
     const actor = actorOf(request);
     const query = request.query;
+    const dates = dateWindow(query);
     const filters = {
       actor: readSearch(query.actor),
       action: auditActions.find((a) => a === text(query.action)) ?? "",
       target: readSearch(query.target),
       domain: "",
-      since: text(query.since).trim(),
-      until: text(query.until).trim(),
+      ...dates.typed,
     };
     const domainId = wholeNumber(query.domain);
     if (domainId !== undefined && Number.isFinite(domainId)) filters.domain = String(domainId);
-    const errors: FieldErrors = {};
-    const since = dateOf(filters.since);
-    const until = dateOf(filters.until);
-    if (since === null) errors.since = { key: "admin.audit.badDate" };
-    if (until === null) errors.until = { key: "admin.audit.badDate" };
+    const { errors } = dates;
     const filter: AuditFilter = {
       ...(filters.actor ? { actor: filters.actor } : {}),
       ...(filters.action ? { action: filters.action } : {}),
       ...(filters.target ? { target: filters.target } : {}),
       ...(filters.domain ? { domainId: Number(filters.domain) } : {}),
-      ...(typeof since === "number" ? { since } : {}),
-      // The "to" date is inclusive: entries before the next day's start.
-      ...(typeof until === "number" ? { until: until + day } : {}),
+      ...dates.window,
     };
     const page = pageOf(query);
     const [listing, domains] = await Promise.all([

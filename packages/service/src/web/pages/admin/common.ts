@@ -64,6 +64,28 @@ export function dateOf(value: string): number | undefined | null {
   return Number.isNaN(time) ? null : Math.floor(time / 1000);
 }
 
+/**
+ * The "from" and "to" date fields of the logs' pages: the texts as typed (for the form), their
+ * errors, and the filter's window in Unix seconds; the "to" date is inclusive (before the next day).
+ */
+export function dateWindow(query: Query): {
+  typed: { since: string; until: string };
+  errors: FieldErrors;
+  window: { since?: number; until?: number };
+} {
+  const typed = { since: text(query.since).trim(), until: text(query.until).trim() };
+  const since = dateOf(typed.since);
+  const until = dateOf(typed.until);
+  const errors: FieldErrors = {};
+  if (since === null) errors.since = { key: "admin.audit.badDate" };
+  if (until === null) errors.until = { key: "admin.audit.badDate" };
+  const window = {
+    ...(typeof since === "number" ? { since } : {}),
+    ...(typeof until === "number" ? { until: until + 86_400 } : {}),
+  };
+  return { typed, errors, window };
+}
+
 /** `?page=N` of the offset-paged lists (audit log, deliveries): 1 or more. */
 export function pageOf(query: Query): number {
   const page = wholeNumber(query.page);

@@ -5,13 +5,13 @@ import {
   securityEventEmailInvalid,
   securityEventTypes,
 } from "../../../accounts/security-events.ts";
-import type { FieldErrors, WebServices } from "../../context.ts";
+import type { WebServices } from "../../context.ts";
 import { doorText, eventTypeText, resultText } from "../../security-event-texts.ts";
 import {
   actorOf,
   adminArea,
   adminPage,
-  dateOf,
+  dateWindow,
   pageLinks,
   pageOf,
   type Query,
@@ -20,7 +20,6 @@ import {
 } from "./common.ts";
 
 const perPage = 50;
-const day = 86400;
 
 /**
  * `/admin/security-events`: sign-ins and security changes of the accounts, newest first, with the
@@ -35,23 +34,17 @@ export async function adminSecurityEventPages(app: FastifyInstance, services: We
     async (request, reply) => {
       const actor = actorOf(request);
       const query = request.query;
+      const dates = dateWindow(query);
       const filters = {
         email: text(query.email).trim().slice(0, 254),
         type: securityEventTypes.find((type) => type === text(query.type)) ?? "",
-        since: text(query.since).trim(),
-        until: text(query.until).trim(),
+        ...dates.typed,
       };
-      const errors: FieldErrors = {};
-      const since = dateOf(filters.since);
-      const until = dateOf(filters.until);
-      if (since === null) errors.since = { key: "admin.audit.badDate" };
-      if (until === null) errors.until = { key: "admin.audit.badDate" };
+      const { errors } = dates;
       const filter: Omit<SecurityEventFilter, "domainIds" | "userId"> = {
         ...(filters.email ? { email: filters.email } : {}),
         ...(filters.type ? { type: filters.type } : {}),
-        ...(typeof since === "number" ? { since } : {}),
-        // The "to" date is inclusive: events before the next day's start.
-        ...(typeof until === "number" ? { until: until + day } : {}),
+        ...dates.window,
       };
       const page = pageOf(query);
       const [listing, domains] = await Promise.all([
