@@ -164,6 +164,9 @@ else
             mail_crypt: toFlag(flag(row.mail_crypt)),
             totp_confirmed: toFlag(flag(row.totp_confirmed)),
             deleted: toFlag(flag(row.deleted)),
+            app_passwords_required:
+              row.app_passwords_required === null ? null : toFlag(flag(row.app_passwords_required)),
+            passkey_sign_in: toFlag(flag(row.passkey_sign_in)),
           });
         }
         await database.db.insertInto("users").values(batch).execute();

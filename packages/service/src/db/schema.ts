@@ -20,6 +20,8 @@ export interface DomainTable {
   invitation_enabled: DefaultedFlag;
   invitation_limit: DefaultedNumber;
   invitation_waiting_period_days: DefaultedNumber;
+  /** The default of "mail apps must use app passwords" for the domain's users. */
+  app_passwords_required: DefaultedFlag;
   created_at: UnixTime;
   updated_at: UnixTime;
 }
@@ -47,6 +49,10 @@ export interface UserTable {
   created_at: UnixTime;
   updated_at: UnixTime;
   deleted: Flag;
+  /** "Mail apps must use app passwords": null follows the domain's default. */
+  app_passwords_required: ColumnType<boolean | number | null, 0 | 1 | null | undefined, 0 | 1 | null>;
+  /** The user may sign in on the web with a passkey alone. */
+  passkey_sign_in: DefaultedFlag;
 }
 
 export interface AliasTable {
@@ -236,6 +242,41 @@ export interface SecurityEventTable {
   detail: string | null;
 }
 
+export type AppPasswordScope = "mail" | "smtp";
+
+export interface AppPasswordTable {
+  id: Generated<number>;
+  user_id: number;
+  /** The user's name for it ("Phone"). */
+  name: string;
+  /** mail: IMAP and SMTP; smtp: SMTP only. */
+  scope: AppPasswordScope;
+  /** Hex HMAC-SHA256 of the normalised app password under the installation secret. */
+  lookup_hash: string;
+  /** The user's MailCrypt private key sealed under a key derived from the app password; null without keys. */
+  secret_box: string | null;
+  created_at: UnixTime;
+  /** Written at most once an hour per app password. */
+  last_used_at: UnixTime | null;
+  last_used_address: string | null;
+}
+
+export interface PasskeyTable {
+  id: Generated<number>;
+  user_id: number;
+  /** The WebAuthn credential id, base64url. */
+  credential_id: string;
+  /** The COSE public key, base64url. */
+  public_key: string;
+  /** The authenticator's signature counter as last seen (0: it keeps none). */
+  counter: DefaultedNumber;
+  /** JSON list of the authenticator's transports. */
+  transports: ColumnType<string, string | undefined, string>;
+  name: string;
+  created_at: UnixTime;
+  last_used_at: UnixTime | null;
+}
+
 export interface Database {
   domains: DomainTable;
   users: UserTable;
@@ -255,6 +296,8 @@ export interface Database {
   mail_outbox: MailOutboxTable;
   audit_log: AuditLogTable;
   security_events: SecurityEventTable;
+  app_passwords: AppPasswordTable;
+  passkeys: PasskeyTable;
 }
 
 export const flag = (value: boolean | number): boolean => value === true || value === 1;

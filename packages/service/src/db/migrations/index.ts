@@ -5,6 +5,7 @@ import { people } from "./0004-people.ts";
 import { admin } from "./0005-admin.ts";
 import { signInGuard } from "./0006-sign-in-guard.ts";
 import { securityEvents } from "./0007-security-events.ts";
+import { appPasswordsAndPasskeys } from "./0008-app-passwords-and-passkeys.ts";
 import type { VersionedMigration } from "./types.ts";
 
 /** Applied in key order; a released migration is never edited, only followed by a new one. */
@@ -16,4 +17,5 @@ export const migrations: Record<string, VersionedMigration> = {
   "0005-admin": admin,
   "0006-sign-in-guard": signInGuard,
   "0007-security-events": securityEvents,
+  "0008-app-passwords-and-passkeys": appPasswordsAndPasskeys,
 };
