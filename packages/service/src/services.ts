@@ -1,4 +1,5 @@
 import { AliasService } from "./accounts/aliases.ts";
+import { AppPasswordService } from "./accounts/app-passwords.ts";
 import { DomainService } from "./accounts/domains.ts";
 import { guessingNotice } from "./accounts/guessing.ts";
 import { IdentityService } from "./accounts/identity.ts";
@@ -44,6 +45,8 @@ export interface Services {
   aliases: AliasService;
   lifecycle: LifecycleService;
   signIn: SignInService;
+  /** App passwords: one per mail client, each opening the encrypted mailbox (accounts/app-passwords.ts). */
+  appPasswords: AppPasswordService;
   /** The one guard every check of a secret passes through (accounts/sign-in-guard.ts). */
   signInGuard: SignInGuard;
   passwordPolicy: PasswordPolicy;
@@ -119,7 +122,8 @@ export function createServices(
   });
   const inviteCodes = new InviteCodeService(db, signInGuard);
   const reservedNames = new ReservedNameService(db);
-  const lifecycle = new LifecycleService(db, pool, settings, users, events, securityEvents);
+  const appPasswords = new AppPasswordService(db, pool, options.installationSecret, securityEvents);
+  const lifecycle = new LifecycleService(db, pool, settings, users, events, securityEvents, appPasswords);
   const openPgpKeys = new OpenPgpKeyService(db);
   // Every alias a user creates on the pages sends "alias created" to its owner (reference 5.10).
   const userAliases = new UserAliasService(db, lifecycle, reservedNames, (trx, alias, owner, { locale }) =>
@@ -136,9 +140,17 @@ export function createServices(
     lifecycle,
     signInGuard,
     passwordPolicy,
-    signIn: new SignInService(db, pool, settings, users, signInGuard, securityEvents, (result) =>
-      metrics.signIns.inc({ result }),
+    signIn: new SignInService(
+      db,
+      pool,
+      settings,
+      users,
+      signInGuard,
+      securityEvents,
+      appPasswords,
+      (result) => metrics.signIns.inc({ result }),
     ),
+    appPasswords,
     identity: new IdentityService(db),
     retention: new RetentionService(db, users, settings),
     tokens: new TokenService(db),

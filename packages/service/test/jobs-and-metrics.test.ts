@@ -189,14 +189,14 @@ describe("the inactive-user job re-checks inactivity when it deletes", () => {
   test("a user who signs in between the job's selection and the deletion is kept", async () => {
     await inactiveUser("late");
     await inactiveUser("gone");
-    const { database, pool, settings, users, webhooks, securityEvents } = service.services;
+    const { database, pool, settings, users, webhooks, securityEvents, appPasswords } = service.services;
     // The real deletion, with a real sign-in of the candidate over HTTP right before it runs.
     const signsInFirst = new (class extends LifecycleService {
       override async deleteIfInactive(email: string, cutoff: number) {
         if (email === "late@example.org") await signIn(email);
         return super.deleteIfInactive(email, cutoff);
       }
-    })(database.db, pool, settings, users, new WebhookOutbox(), securityEvents);
+    })(database.db, pool, settings, users, new WebhookOutbox(), securityEvents, appPasswords);
     const result = await removeInactiveUsers({
       db: database.db,
       logger: createLogger("silent"),

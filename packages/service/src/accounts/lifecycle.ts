@@ -14,6 +14,7 @@ import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
 import { aliasNotFound } from "./aliases.ts";
+import type { AppPasswordService } from "./app-passwords.ts";
 import type { AccountEvents } from "./events.ts";
 import { inactiveSince } from "./inactivity.ts";
 import {
@@ -102,6 +103,7 @@ export class LifecycleService {
   readonly #users: UserService;
   readonly #events: AccountEvents;
   readonly #securityEvents: SecurityEventLog;
+  readonly #appPasswords: AppPasswordService;
 
   constructor(
     db: Kysely<Database>,
@@ -110,7 +112,9 @@ export class LifecycleService {
     users: UserService,
     events: AccountEvents,
     securityEvents: SecurityEventLog,
+    appPasswords: AppPasswordService,
   ) {
+    this.#appPasswords = appPasswords;
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
@@ -223,6 +227,7 @@ export class LifecycleService {
       .where("user_id", "=", user.id)
       .where("deleted", "=", 0)
       .execute();
+    await this.#appPasswords.revokeAll(trx, user, origin, "deleted");
     await endWebSessions(trx, this.#securityEvents, { user, origin, because: "account_deleted" });
     await this.#events.record(trx, "user.deleted", user);
     await this.#securityEvents.record(trx, user, origin, { type: "account.deleted" });
@@ -261,6 +266,8 @@ export class LifecycleService {
         await events.record(trx, user, origin, { type: "two_factor.disabled", detail: { how: "reset" } });
       if (recoveryInProgress(before?.recovery_start_time ?? null))
         await events.record(trx, user, origin, { type: "recovery.stopped", detail: { how: "reset" } });
+      // New keys: the app passwords' boxes hold the old one, and whoever is locked out should be.
+      await this.#appPasswords.revokeAll(trx, user, origin, "reset");
       await endWebSessions(trx, events, { user, origin, because: "password_reset" });
       await this.#events.record(trx, "user.reset", user);
       await within?.(trx, { recoveryToken: material?.recoveryToken ?? null });

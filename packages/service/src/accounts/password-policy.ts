@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { normalizeAppPassword } from "../credentials/app-passwords.ts";
 import { MAX_PASSWORD_BYTES } from "../credentials/passwords.ts";
 import { refusal } from "../errors.ts";
 
@@ -29,12 +30,23 @@ export const passwordIdentical = refusal(
   () => "password: the new password is identical with the old one",
 );
 
-/** The shape of a new password alone (no lookup): blank, too short, too long. Throws the refusal. */
+/**
+ * A new account password of an app password's form (16 of a-z and 2-9, dashes optional): IMAP and
+ * SMTP take every secret of that form as an app password only, so it would not work there.
+ */
+export const passwordLikeAppPassword = refusal(
+  "password.like_app_password",
+  "invalid",
+  () => "password: this has the form of an app password; choose another one",
+);
+
+/** The shape of a new password alone (no lookup): blank, too short, too long, an app password's form. */
 export function checkPasswordShape(password: unknown): string {
   if (typeof password !== "string" || password.length === 0) throw passwordBlank();
   if ([...password].length < minPasswordLength) throw passwordTooShort({ min: minPasswordLength });
   if (Buffer.byteLength(password, "utf8") > maxPasswordBytes)
     throw passwordTooLong({ max: maxPasswordBytes });
+  if (normalizeAppPassword(password) !== null) throw passwordLikeAppPassword();
   return password;
 }
 

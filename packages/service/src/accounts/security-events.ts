@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { AppPasswordScope, Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { parseAddress } from "./addresses.ts";
 import type { Actor } from "./admin-scope.ts";
@@ -30,6 +30,7 @@ export const securityEventTypes = [
   "sessions.ended",
   "app_password.created",
   "app_password.removed",
+  "app_passwords.required_changed",
   "account.deleted",
   "account.restored",
 ] as const;
@@ -69,7 +70,14 @@ export function resultOf(type: SecurityEventType): SecurityEventResult {
 
 export type SecondFactorKind = "totp" | "backup_code";
 /** Why a sign-in failed; the typed address itself is the row's `email` (only when it is an address). */
-export type SignInFailure = "wrong_password" | "unknown_account" | "account_disabled";
+export type SignInFailure =
+  | "wrong_password"
+  | "unknown_account"
+  | "account_disabled"
+  /** The account password at IMAP or SMTP while "mail apps must use app passwords" is on. */
+  | "app_password_required"
+  /** An app password outside its scope (an SMTP-only one at IMAP). */
+  | "app_password_scope";
 /** How a password came to change. */
 export type PasswordChange = "changed" | "reset" | "recovery";
 /** Why sessions ended. */
@@ -87,7 +95,7 @@ export type SessionsEndedBecause =
  * caller holds (a password, code, token or key) fits into one.
  */
 export type SecurityEvent =
-  | { type: "sign_in.succeeded"; detail?: { secondFactor?: SecondFactorKind } }
+  | { type: "sign_in.succeeded"; detail?: { secondFactor?: SecondFactorKind; appPassword?: number } }
   | { type: "sign_in.failed"; detail: { reason: SignInFailure } }
   | { type: "sign_in.throttled"; detail: { retryAfter: number } }
   /** A wrong code does not tell which kind it was meant to be. */
@@ -102,9 +110,11 @@ export type SecurityEvent =
   | { type: "two_factor.enabled" }
   | { type: "two_factor.disabled"; detail: { how: "switched_off" | "reset" | "recovery" } }
   | { type: "sessions.ended"; detail: { sessions: number; because: SessionsEndedBecause } }
-  /** App passwords (not built yet): the password's id, never its name or value. */
-  | { type: "app_password.created"; detail: { id: number } }
-  | { type: "app_password.removed"; detail: { id: number } }
+  /** App passwords: the password's id, never its name or value. */
+  | { type: "app_password.created"; detail: { id: number; scope: AppPasswordScope } }
+  | { type: "app_password.removed"; detail: { id: number; how: "revoked" | "reset" } }
+  /** "Mail apps must use app passwords" set by its owner or an admin; `domain_default` follows the domain. */
+  | { type: "app_passwords.required_changed"; detail: { setting: "on" | "off" | "domain_default" } }
   | { type: "account.deleted" }
   | { type: "account.restored" };
 

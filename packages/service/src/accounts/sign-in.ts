@@ -8,6 +8,7 @@ import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
+import { type AppPasswordMatch, type AppPasswordService, appPasswordDoors } from "./app-passwords.ts";
 import { clientGroup } from "./client-address.ts";
 import {
   type MailCryptAction,
@@ -38,12 +39,25 @@ import { nowSeconds, toUser, type User, type UserService } from "./users.ts";
  */
 export type SignInResult =
   | { kind: "unknown" }
-  /** `user`: the account the failure is recorded for (its owner reads it); never told to the caller. */
-  | { kind: "wrong_password"; user: User }
+  /**
+   * `user`: the account the failure is recorded for (its owner reads it); `reason` what its owner
+   * reads (never told to the caller, who gets the ordinary failure).
+   */
+  | { kind: "wrong_password"; user: User; reason?: "app_password_required" | "app_password_scope" }
   | { kind: "spam"; user: User }
-  | { kind: "password_change_required"; user: User; proof: ConfirmedPassword }
+  | { kind: "password_change_required"; user: User; proof?: ConfirmedPassword }
   | { kind: "throttled"; retryAfter: number }
-  | { kind: "ok"; user: User; mailCrypt: MailCryptUnlock; proof: ConfirmedPassword };
+  /**
+   * `proof` only when the account password signed in: an app password (`appPassword`, its id) is
+   * never a proof for a change that needs the password.
+   */
+  | { kind: "ok"; user: User; mailCrypt: MailCryptUnlock; proof?: ConfirmedPassword; appPassword?: number };
+
+/** The proof of a sign-in with the account password; an app password's sign-in has none. */
+export function passwordProof(result: { proof?: ConfirmedPassword }): ConfirmedPassword {
+  if (!result.proof) throw new Error("an app password is no proof of the account password");
+  return result.proof;
+}
 
 /** The current password, asked again to confirm a change, is not the user's. */
 export const passwordWrong = refusal("password.wrong", "invalid", () => "password: wrong password");
@@ -103,6 +117,7 @@ export class SignInService {
   readonly #users: UserService;
   readonly #guard: SignInGuard;
   readonly #events: SecurityEventLog;
+  readonly #appPasswords: AppPasswordService;
   /** When a throttled attempt was last recorded, per door, account and client (see #recordThrottled). */
   readonly #throttledRecorded = new Map<string, number>();
   readonly #observe: (result: SignInResult["kind"]) => void;
@@ -114,8 +129,10 @@ export class SignInService {
     users: UserService,
     guard: SignInGuard,
     events: SecurityEventLog,
+    appPasswords: AppPasswordService,
     observe: (result: SignInResult["kind"]) => void = () => {},
   ) {
+    this.#appPasswords = appPasswords;
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
@@ -156,10 +173,14 @@ export class SignInService {
       case "throttled":
         return this.#recordThrottled(subject, origin, result.retryAfter);
       case "unknown":
+        return this.#record(subject, origin, {
+          type: "sign_in.failed",
+          detail: { reason: "unknown_account" },
+        });
       case "wrong_password":
         return this.#record(subject, origin, {
           type: "sign_in.failed",
-          detail: { reason: result.kind === "unknown" ? "unknown_account" : "wrong_password" },
+          detail: { reason: result.reason ?? "wrong_password" },
         });
       case "spam":
         return this.#record(subject, origin, {
@@ -169,7 +190,13 @@ export class SignInService {
       default:
         if (origin.deferActivity) return;
         if ((door === "passdb" || door === "mta_auth") && trusted) return;
-        return this.#record(subject, origin, { type: "sign_in.succeeded" });
+        return this.#record(
+          subject,
+          origin,
+          result.kind === "ok" && result.appPassword !== undefined
+            ? { type: "sign_in.succeeded", detail: { appPassword: result.appPassword } }
+            : { type: "sign_in.succeeded" },
+        );
     }
   }
 
@@ -235,12 +262,25 @@ export class SignInService {
     const address = parseAddress(rawEmail);
     const row = address ? await activeUserRow(this.#db, address.email) : undefined;
     const user = row ? toUser(row) : null;
+    const door = options.door ?? "console";
+    if (typeof password === "string") {
+      const app = await this.#appPasswords.match(
+        user?.id ?? null,
+        password,
+        door,
+        options.client?.address ?? null,
+      );
+      if (app.kind !== "not_app_password") return this.#appPasswordSignIn(user, app, options);
+    }
     if (!user || typeof password !== "string" || password === "") {
       await verifyDummy(typeof password === "string" ? password : "", this.#pool);
       return { kind: "unknown" };
     }
     const check = await verifyPassword(password, user.passwordHash, this.#pool);
     if (!check.valid) return { kind: "wrong_password", user };
+    // The account password, right but refused at IMAP and SMTP: a stolen password alone opens no mailbox.
+    if (appPasswordDoors.includes(door) && (await this.#appPasswords.required(user)))
+      return { kind: "wrong_password", user, reason: "app_password_required" };
     const roles = effectiveRoles(user.roles);
     if (roles.has("ROLE_SPAM")) return { kind: "spam", user };
     if (user.passwordChangeRequired)
@@ -259,6 +299,39 @@ export class SignInService {
       ? await this.#unlock(current, password, level)
       : { state: "off" as const };
     return { kind: "ok", user: current, mailCrypt, proof: confirmation(current, password) };
+  }
+
+  /**
+   * A sign-in with an app password: the account rules (spam, password change) as for the password,
+   * the mailbox key from the app password's own box, no key created or rehash (that needs the
+   * account password), and activity recorded.
+   */
+  async #appPasswordSignIn(
+    user: User | null,
+    app: Exclude<AppPasswordMatch, { kind: "not_app_password" }>,
+    options: SignInOptions,
+  ): Promise<SignInResult> {
+    if (!user || app.kind === "no_match")
+      return user ? { kind: "wrong_password", user } : { kind: "unknown" };
+    if (app.kind === "out_of_scope") return { kind: "wrong_password", user, reason: "app_password_scope" };
+    if (effectiveRoles(user.roles).has("ROLE_SPAM")) return { kind: "spam", user };
+    if (user.passwordChangeRequired) return { kind: "password_change_required", user };
+    if (!options.deferActivity) await recordActivity(this.#db, user, { kind: "sign-in" });
+    let mailCrypt: MailCryptUnlock = { state: "off" };
+    if (options.unlockMailCrypt) {
+      const level = await this.#settings.get("mail_crypt");
+      if (reportsMailCrypt(level, user.mailCrypt, user.mailCryptPublicKey))
+        mailCrypt =
+          app.privateKey !== null
+            ? { state: "unlocked", privateKey: app.privateKey, publicKey: user.mailCryptPublicKey ?? "" }
+            : {
+                state: "failed",
+                reason: app.boxFailed
+                  ? "decryption of the app password's secret box failed"
+                  : "app password made before the mailbox keys: make a new one",
+              };
+    }
+    return { kind: "ok", user, mailCrypt, appPassword: app.id };
   }
 
   /**

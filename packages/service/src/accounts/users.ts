@@ -49,6 +49,10 @@ export interface User {
   createdAt: number;
   updatedAt: number;
   deleted: boolean;
+  /** "Mail apps must use app passwords" as the user chose it; null follows the domain (app-passwords.ts `required`). */
+  appPasswordsRequired: boolean | null;
+  /** The user may sign in on the web with a passkey alone. */
+  passkeySignIn: boolean;
 }
 
 export function toUser(row: Selectable<UserTable>): User {
@@ -73,6 +77,8 @@ export function toUser(row: Selectable<UserTable>): User {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     deleted: flag(row.deleted),
+    appPasswordsRequired: row.app_passwords_required === null ? null : flag(row.app_passwords_required),
+    passkeySignIn: flag(row.passkey_sign_in),
   };
 }
 

@@ -23,6 +23,7 @@ const typeKeys: Record<SecurityEventType, MessageKey> = {
   "sessions.ended": "activity.type.sessions.ended",
   "app_password.created": "activity.type.app_password.created",
   "app_password.removed": "activity.type.app_password.removed",
+  "app_passwords.required_changed": "activity.type.app_passwords.required_changed",
   "account.deleted": "activity.type.account.deleted",
   "account.restored": "activity.type.account.restored",
 };

@@ -50,6 +50,7 @@ export const account = area({
     "activity.type.sessions.ended": "Sessions ended",
     "activity.type.app_password.created": "App password created",
     "activity.type.app_password.removed": "App password removed",
+    "activity.type.app_passwords.required_changed": '"Mail apps must use app passwords" changed',
     "activity.type.account.deleted": "Account deleted",
     "activity.type.account.restored": "Account restored",
     "activity.door.web": "Web",
@@ -147,6 +148,8 @@ export const account = area({
     "activity.type.sessions.ended": "Sitzungen beendet",
     "activity.type.app_password.created": "App-Passwort erstellt",
     "activity.type.app_password.removed": "App-Passwort entfernt",
+    "activity.type.app_passwords.required_changed":
+      "„Mail-Programme müssen App-Passwörter verwenden“ geändert",
     "activity.type.account.deleted": "Konto gelöscht",
     "activity.type.account.restored": "Konto wiederhergestellt",
     "activity.door.web": "Web",

@@ -55,9 +55,17 @@ export const refusals = area({
     "refusal.invite_code.domain_not_own": "You may create invite codes only for your own domain.",
     "refusal.invite_code.owner_not_active": "There is no active user with this address you may manage.",
     "refusal.invite_code.used": "Another code is already this one.",
+    "refusal.app_password.not_found": "There is no such app password.",
+    "refusal.app_password.name_invalid": "Give the device a name of 1 to 64 characters.",
+    "refusal.app_password.scope_invalid": "Choose where the app password works.",
+    "refusal.app_password.limit_reached": "You have 50 app passwords; revoke one you no longer use first.",
+    "refusal.app_password.needs_owner":
+      "The mailbox is encrypted: only its owner can create an app password for mail. An SMTP-only one works.",
     "refusal.password.blank": "The password must not be empty.",
     "refusal.password.too_short": "The password must have at least {min} characters.",
     "refusal.password.too_long": "The password is too long.",
+    "refusal.password.like_app_password":
+      "This has the form of an app password (16 letters and digits); choose another password.",
     "refusal.password.leaked":
       "This password has been leaked in a data breach, it must not be used. Please use another password.",
     "refusal.password.identical": "The new password is identical with the old one.",
@@ -235,9 +243,18 @@ export const refusals = area({
     "refusal.invite_code.owner_not_active":
       "Es gibt keinen aktiven Benutzer mit dieser Adresse, den du verwalten darfst.",
     "refusal.invite_code.used": "Diesen Code gibt es schon.",
+    "refusal.app_password.not_found": "Dieses App-Passwort gibt es nicht.",
+    "refusal.app_password.name_invalid": "Gib dem Gerät einen Namen mit 1 bis 64 Zeichen.",
+    "refusal.app_password.scope_invalid": "Wähle, wofür das App-Passwort gilt.",
+    "refusal.app_password.limit_reached":
+      "Du hast 50 App-Passwörter; widerrufe zuerst eines, das du nicht mehr brauchst.",
+    "refusal.app_password.needs_owner":
+      "Das Postfach ist verschlüsselt: Nur sein Besitzer kann ein App-Passwort für E-Mail erstellen. Eines nur für SMTP geht.",
     "refusal.password.blank": "Das Passwort darf nicht leer sein.",
     "refusal.password.too_short": "Das Passwort muss mindestens {min} Zeichen lang sein.",
     "refusal.password.too_long": "Das Passwort ist zu lang.",
+    "refusal.password.like_app_password":
+      "Das hat die Form eines App-Passworts (16 Buchstaben und Ziffern); wähle ein anderes Passwort.",
     "refusal.password.leaked":
       "Dieses Passwort ist in einem Datenleck aufgetaucht und darf nicht verwendet werden. Bitte wähle ein anderes.",
     "refusal.password.identical": "Das neue Passwort ist identisch mit dem alten.",

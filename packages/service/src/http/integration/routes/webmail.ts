@@ -7,11 +7,12 @@ import {
   minPasswordLength,
   passwordIdentical,
   passwordLeaked,
+  passwordLikeAppPassword,
   passwordTooLong,
   passwordTooShort,
 } from "../../../accounts/password-policy.ts";
 import { ownerOrigin } from "../../../accounts/security-events.ts";
-import type { SignInService } from "../../../accounts/sign-in.ts";
+import { passwordProof, type SignInService } from "../../../accounts/sign-in.ts";
 import { type AnyRefusal, ServiceError } from "../../../errors.ts";
 import { requireScope, type TokenCheck } from "../../auth.ts";
 import { bodyErrors, ClientAddressHeaders, SuccessBody } from "../../schemas.ts";
@@ -59,6 +60,7 @@ const policyRefusals: [AnyRefusal, string][] = [
   [passwordTooLong, "newPassword: the password is too long"],
   [passwordLeaked, "newPassword: the password has been leaked in a data breach; choose another one"],
   [passwordIdentical, "newPassword: the new password is identical with the old one"],
+  [passwordLikeAppPassword, "newPassword: this has the form of an app password; choose another one"],
 ];
 const keyCannotBeOpened = "the MailCrypt key cannot be opened with this password";
 
@@ -155,7 +157,7 @@ export async function webmailRoutes(
       }
       try {
         await services.lifecycle.changePassword(
-          result.proof,
+          passwordProof(result),
           newPassword,
           ownerOrigin("webmail", origin.client?.address ?? request.ip),
         );

@@ -1,0 +1,81 @@
+import { hkdfSync, randomBytes, randomInt } from "node:crypto";
+import type { InstallationSecret } from "../config.ts";
+import { SecretBoxError } from "./mailcrypt.ts";
+import { sodium } from "./sodium.ts";
+
+/**
+ * App passwords: 16 characters from a-z and 2-9 (34 symbols, about 81.4 bits), shown as four groups
+ * of four. Being random and long, an app password needs no key stretching: it is found by a keyed
+ * hash (one HMAC) and opens its own secret box of the MailCrypt private key with a key derived by
+ * HKDF (microseconds), so a right and a wrong one cost the same and neither costs an Argon2 run.
+ */
+const ALPHABET = "abcdefghijklmnopqrstuvwxyz23456789";
+const LENGTH = 16;
+const FORM = /^[a-z2-9]{16}$/;
+const PURPOSE = "app-password";
+const BOX_INFO = "app-password secret box";
+const SALT_BYTES = 16;
+const NONCE_BYTES = 24;
+const MAC_BYTES = 16;
+const KEY_BYTES = 32;
+
+/** A new app password in its shown form, `abcd-efgh-jkmn-pqrs`. */
+export function generateAppPassword(): string {
+  let raw = "";
+  for (let i = 0; i < LENGTH; i++) raw += ALPHABET[randomInt(ALPHABET.length)];
+  return raw.replace(/(.{4})(?=.)/g, "$1-");
+}
+
+/**
+ * The app password in its stored form (lower case, no dashes or spaces), or null when the secret
+ * does not have the form of one. Any case, with or without the dashes.
+ */
+export function normalizeAppPassword(secret: unknown): string | null {
+  if (typeof secret !== "string" || secret.length > 40) return null;
+  const normalized = secret.replace(/[\s-]/g, "").toLowerCase();
+  return FORM.test(normalized) ? normalized : null;
+}
+
+/** Hex HMAC-SHA256 of the normalised app password under the installation secret: its lookup key. */
+export function appPasswordLookupHash(normalized: string, secret: InstallationSecret): string {
+  return secret.keyedHash(PURPOSE, normalized).toString("hex");
+}
+
+function boxKey(normalized: string, salt: Buffer): Buffer {
+  return Buffer.from(hkdfSync("sha256", Buffer.from(normalized, "utf8"), salt, BOX_INFO, KEY_BYTES));
+}
+
+/** base64(salt[16] ‖ nonce[24] ‖ mac[16] ‖ ciphertext), keyed by HKDF-SHA256(app password, salt). */
+export function sealWithAppPassword(plaintext: string, normalized: string): string {
+  const salt = randomBytes(SALT_BYTES);
+  const nonce = randomBytes(NONCE_BYTES);
+  const key = boxKey(normalized, salt);
+  const message = Buffer.from(plaintext, "utf8");
+  const sealed = Buffer.alloc(MAC_BYTES + message.length);
+  try {
+    sodium.crypto_secretbox_easy(sealed, message, nonce, key);
+  } finally {
+    sodium.sodium_memzero(key);
+  }
+  return Buffer.concat([salt, nonce, sealed]).toString("base64");
+}
+
+/** Opens a box made by sealWithAppPassword; throws SecretBoxError. */
+export function openWithAppPassword(box: string, normalized: string): string {
+  const raw = Buffer.from(box, "base64");
+  if (raw.length < SALT_BYTES + NONCE_BYTES + MAC_BYTES)
+    throw new SecretBoxError("The encrypted message was truncated");
+  const salt = raw.subarray(0, SALT_BYTES);
+  const nonce = raw.subarray(SALT_BYTES, SALT_BYTES + NONCE_BYTES);
+  const sealed = raw.subarray(SALT_BYTES + NONCE_BYTES);
+  const key = boxKey(normalized, salt);
+  const message = Buffer.alloc(sealed.length - MAC_BYTES);
+  let opened: boolean;
+  try {
+    opened = sodium.crypto_secretbox_open_easy(message, sealed, nonce, key);
+  } finally {
+    sodium.sodium_memzero(key);
+  }
+  if (!opened) throw new SecretBoxError("decryption of the app password's secret box failed");
+  return message.toString("utf8");
+}
