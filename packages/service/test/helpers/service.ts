@@ -60,6 +60,8 @@ export interface StartOptions {
   onWebRoute?: (route: RouteOptions) => void;
   /** Called with the SQL of every statement Kysely runs (BEGIN and COMMIT included): to count them. */
   onStatement?: (sql: string) => void;
+  /** The crypto pool (a test that counts the derivations run through it); a pool of 2 otherwise. */
+  pool?: CryptoPool;
 }
 
 export async function startService(options: StartOptions = {}): Promise<TestService> {
@@ -72,7 +74,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
       : {}),
   });
   await migrateToLatest(database);
-  const services = createServices(database, new CryptoPool(2), {
+  const services = createServices(database, options.pool ?? new CryptoPool(2), {
     installationSecret: installationSecret(),
     pwnedPasswordsUrl: options.pwnedPasswordsUrl ?? null,
     ...options.serviceOptions,
