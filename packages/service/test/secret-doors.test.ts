@@ -41,12 +41,15 @@ const guardedOperations: Record<string, string> = {
 };
 
 /** Calls of a verifier of a secret; each must sit in a service that runs it under the guard. */
-const verifiers = /\b(verifyPassword|verifyDummy|findBackupCode|totpStepFor|openSecretBox)\(/;
+const verifiers =
+  /\b(verifyPassword|verifyDummy|findBackupCode|totpStepFor|openSecretBox|openWithAppPassword|appPasswordLookupHash)\(/;
 const allowedVerifierCalls: Record<string, string> = {
   "accounts/sign-in.ts": "sign-ins, re-confirmations and second factors, inside SignInGuard.attempt",
   "accounts/recovery.ts": "the recovery token, inside SignInGuard.attempt",
   "accounts/two-factor.ts": "enrolment: the signed-in user proves the new secret works (nothing to guess)",
   "accounts/lifecycle.ts": "re-seals the key with a password already confirmed (ConfirmedPassword)",
+  "accounts/app-passwords.ts":
+    "match() runs inside SignInGuard.attempt (sign-in.ts); a new one is made with a ConfirmedPassword",
   "import/userli.ts": "the importer maps userli's backup codes (no caller, no guessing)",
 };
 
