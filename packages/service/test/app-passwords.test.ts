@@ -429,6 +429,75 @@ describe("app passwords", () => {
     assert.notEqual((await smtp("spam@example.org", spam.password)).status, 200);
   });
 
+  test("a reset between the confirmation and the creation leaves no app password (holding the old key)", async () => {
+    const { signIn, lifecycle, appPasswords, database } = service.services;
+    await service.services.users.create({ email: "race@example.org", password });
+    const proof = await signIn.confirmPassword(await user("race@example.org"), password, { door: "web" });
+    await lifecycle.reset("race@example.org", "a reset password here 9", byTest);
+    await assert.rejects(
+      appPasswords.createForOwner(proof, { name: "Phone", scope: "mail" }, owner),
+      (error) => isRefusal(error, "app_password.credentials_changed"),
+    );
+    await assert.rejects(
+      appPasswords.createForOwner(proof, { name: "Printer", scope: "smtp" }, owner),
+      (error) => isRefusal(error, "app_password.credentials_changed"),
+    );
+    const rows = await database.db
+      .selectFrom("app_passwords")
+      .select("id")
+      .where("user_id", "=", (await user("race@example.org")).id)
+      .execute();
+    assert.deepEqual(rows, []);
+  });
+
+  test("an SMTP-only app password is made without opening the mailbox key", async () => {
+    await service.services.users.create({ email: "smtponly@example.org", password });
+    const proof = await service.services.signIn.confirmPassword(
+      await user("smtponly@example.org"),
+      password,
+      {
+        door: "web",
+      },
+    );
+    const before = pool.jobs;
+    await service.services.appPasswords.createForOwner(proof, { name: "Printer", scope: "smtp" }, owner);
+    assert.equal(pool.jobs, before);
+  });
+
+  test("the owner's old client still sending the refused account password locks out nothing", async () => {
+    const { appPasswords, users } = service.services;
+    await users.create({ email: "oldphone@example.org", password });
+    const home = "203.0.113.50";
+    // The owner's home address signed in before, with the password (it is trusted for it).
+    assert.equal((await passdb("oldphone@example.org", password, home)).status, 200);
+    const { password: app } = await create("oldphone@example.org", "New phone", "mail");
+    await appPasswords.setRequired(await user("oldphone@example.org"), true, owner);
+    for (let i = 0; i < 8; i++)
+      assert.equal((await passdb("oldphone@example.org", password, home)).status, 401, `old client ${i}`);
+    assert.equal((await passdb("oldphone@example.org", app, home)).status, 200, "the new phone at home");
+    // From many addresses (a roaming old phone): no daily ceiling reached, the web still signs in.
+    for (let i = 0; i < 22; i++)
+      assert.equal((await smtp("oldphone@example.org", password, `2001:db8:${i}::1`)).status, 401);
+    const web = new WebClient(service.url);
+    await web.signIn("oldphone@example.org");
+  });
+
+  test("an app password's success does not make its address trusted for the account password", async () => {
+    const { database } = service.services;
+    await service.services.users.create({ email: "printer@example.org", password });
+    const { password: app } = await create("printer@example.org", "Printer", "smtp");
+    assert.equal((await smtp("printer@example.org", app, "203.0.113.77")).status, 200);
+    const trusted = await database.db
+      .selectFrom("trusted_clients")
+      .select("client")
+      .where("account", "=", "printer@example.org")
+      .execute();
+    assert.deepEqual(
+      trusted.map((row) => row.client),
+      ["app:ip:203.0.113.77"],
+    );
+  });
+
   test("the password policy refuses an account password of the app-password form", async () => {
     await assert.rejects(
       service.services.users.create({ email: "shape@example.org", password: generateAppPassword() }),

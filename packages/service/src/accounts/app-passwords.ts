@@ -12,6 +12,7 @@ import { openSecretBox, SecretBoxError } from "../credentials/mailcrypt.ts";
 import { insertReturningId } from "../db/insert.ts";
 import { type AppPasswordScope, type Database, flag, toFlag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
+import { mailCryptKeyUnopenable } from "./lifecycle.ts";
 import type { SecurityEventDoor, SecurityEventLog, SecurityEventOrigin } from "./security-events.ts";
 import type { ConfirmedPassword } from "./sign-in.ts";
 import { nowSeconds, type User } from "./users.ts";
@@ -70,6 +71,12 @@ export const appPasswordLimitReached = refusal(
  * An admin cannot make an app password that opens an encrypted mailbox: the private key is sealed
  * under the owner's password, which only the owner knows. SMTP-only ones need no key.
  */
+/** The password changed (a reset, a change) between its confirmation and the new app password. */
+export const appPasswordCredentialsChanged = refusal(
+  "app_password.credentials_changed",
+  "conflict",
+  () => "the password changed meanwhile; try again",
+);
 export const appPasswordNeedsOwner = refusal(
   "app_password.needs_owner",
   "conflict",
@@ -93,6 +100,10 @@ const scopeDoors: Record<AppPasswordScope, readonly SecurityEventDoor[]> = {
 };
 /** The doors that take app passwords at all; the web, webmail, identity and every re-confirmation never do. */
 export const appPasswordDoors: readonly SecurityEventDoor[] = ["passdb", "mta_auth"];
+
+/** Whether this secret at this door is taken as an app password (its form, at IMAP or SMTP). */
+export const takesAppPassword = (secret: unknown, door: SecurityEventDoor | undefined): boolean =>
+  door !== undefined && appPasswordDoors.includes(door) && normalizeAppPassword(secret) !== null;
 
 function validName(raw: unknown): string {
   if (typeof raw !== "string") throw appPasswordNameInvalid();
@@ -159,9 +170,14 @@ export class AppPasswordService {
     const name = validName(input.name);
     const scope = validScope(input.scope);
     const { user, password } = proof;
-    const privateKey = user.mailCryptSecretBox
-      ? await openSecretBox(user.mailCryptSecretBox, password, this.#pool)
-      : null;
+    let privateKey: string | null = null;
+    if (scope === "mail" && user.mailCryptSecretBox)
+      try {
+        privateKey = await openSecretBox(user.mailCryptSecretBox, password, this.#pool);
+      } catch (error) {
+        if (error instanceof SecretBoxError) throw mailCryptKeyUnopenable();
+        throw error;
+      }
     return this.#create(user, name, scope, privateKey, origin);
   }
 
@@ -190,18 +206,22 @@ export class AppPasswordService {
     const password = generateAppPassword();
     const normalized = normalizeAppPassword(password) as string;
     const secretBox =
-      privateKey !== null && scope === "mail" ? sealWithAppPassword(privateKey, normalized) : null;
+      privateKey !== null && scope === "mail"
+        ? sealWithAppPassword(privateKey, normalized, this.#secret)
+        : null;
     const createdAt = nowSeconds();
     const id = await this.#db.transaction().execute(async (trx) => {
       // The owner row is locked first (where the dialect locks), so two creations racing cannot
-      // pass the limit together, and a deleted user gets none.
+      // pass the limit together; and only while the password is the one read before: a reset that
+      // landed meanwhile (new keys, every app password revoked) leaves no app password behind.
       const owner = await trx
         .updateTable("users")
         .set({ updated_at: createdAt })
         .where("id", "=", user.id)
         .where("deleted", "=", toFlag(false))
+        .where("password", "=", user.passwordHash)
         .executeTakeFirst();
-      if (Number(owner.numUpdatedRows) !== 1) throw appPasswordNotFound();
+      if (Number(owner.numUpdatedRows) !== 1) throw appPasswordCredentialsChanged();
       const { count } = await trx
         .selectFrom("app_passwords")
         .select((eb) => eb.fn.countAll<number>().as("count"))
@@ -340,7 +360,7 @@ export class AppPasswordService {
       return {
         kind: "match",
         id,
-        privateKey: openWithAppPassword(row.secret_box, normalized),
+        privateKey: openWithAppPassword(row.secret_box, normalized, this.#secret),
         boxFailed: false,
       };
     } catch (error) {

@@ -20,7 +20,7 @@ import { nowSeconds } from "./users.ts";
  *   only clients that signed in before may try, and the owner is told once (`onCeiling`).
  * - Unknown accounts are counted exactly like existing ones, so the answers do not tell them apart.
  */
-export type SecretKind = "password" | "second_factor" | "recovery_token" | "invite_code";
+export type SecretKind = "password" | "app_password" | "second_factor" | "recovery_token" | "invite_code";
 
 /** Where a check comes from: the door names the client and decides the crypto pool's lane. */
 export type Door = "web" | "passdb" | "mta_auth" | "webmail" | "identity" | "console";
@@ -93,7 +93,19 @@ export type Guarded<T> =
 export interface Verdict<T> {
   right: boolean;
   value: T;
+  /**
+   * A right secret whose client is not to be trusted for it (default: trusted): the account password
+   * refused at IMAP where app passwords are required is right, so not counted, yet no reason to trust.
+   */
+  trust?: boolean;
 }
+
+/**
+ * The key a client is trusted under: an app password's success (a printer's SMTP-only one, say)
+ * never makes its address trusted for the account password, nor the other way round.
+ */
+const trustKey = (kind: SecretKind, client: string): string =>
+  kind === "app_password" ? `app:${client}` : client;
 
 interface Reservation {
   subject: string;
@@ -218,7 +230,8 @@ export class SignInGuard {
     if (verdict.right) {
       await refund();
       const trusts = client.startsWith("d:") || trustsAddress[attempt.door];
-      if (account !== null && trusts) await this.#trust(account, client, now);
+      if (account !== null && trusts && verdict.trust !== false)
+        await this.#trust(account, trustKey(kind, client), now);
       return { outcome: "right", value: verdict.value, trusted };
     }
     await release();
@@ -285,7 +298,9 @@ export class SignInGuard {
     // out there (whoever else comes through that door shares its counter: send the address).
     const client = group === null ? `door:${attempt.door}:${account ?? ""}` : `ip:${group}`;
     const trusted =
-      account !== null && trustsAddress[attempt.door] && (await this.#isTrusted(account, client));
+      account !== null &&
+      trustsAddress[attempt.door] &&
+      (await this.#isTrusted(account, trustKey(attempt.kind, client)));
     return { client, trusted };
   }
 

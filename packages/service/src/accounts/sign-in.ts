@@ -8,7 +8,12 @@ import type { Database } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
-import { type AppPasswordMatch, type AppPasswordService, appPasswordDoors } from "./app-passwords.ts";
+import {
+  type AppPasswordMatch,
+  type AppPasswordService,
+  appPasswordDoors,
+  takesAppPassword,
+} from "./app-passwords.ts";
 import { clientGroup } from "./client-address.ts";
 import {
   type MailCryptAction,
@@ -148,9 +153,18 @@ export class SignInService {
    */
   async signIn(rawEmail: string, password: string, options: SignInOptions = {}): Promise<SignInResult> {
     const account = (options.account ?? String(rawEmail)).trim();
-    const guarded = await this.#guard.attempt(attemptFrom("password", account, options), async () => {
+    // A secret of the app-password form at IMAP or SMTP is counted as one, apart from the password.
+    const kind = takesAppPassword(password, options.door) ? "app_password" : "password";
+    const guarded = await this.#guard.attempt(attemptFrom(kind, account, options), async () => {
       const result = await this.#signIn(rawEmail, password, options);
-      return { right: result.kind !== "unknown" && result.kind !== "wrong_password", value: result };
+      // The right account password refused where app passwords are required is not a guess: not
+      // counted (the owner's old mail client must not lock the owner out), yet no reason to trust.
+      const refusedRight = result.kind === "wrong_password" && result.reason === "app_password_required";
+      return {
+        right: refusedRight || (result.kind !== "unknown" && result.kind !== "wrong_password"),
+        trust: !refusedRight,
+        value: result,
+      };
     });
     const result: SignInResult =
       guarded.outcome === "throttled" ? { kind: "throttled", retryAfter: guarded.retryAfter } : guarded.value;

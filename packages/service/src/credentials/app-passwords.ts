@@ -13,6 +13,7 @@ const ALPHABET = "abcdefghijklmnopqrstuvwxyz23456789";
 const LENGTH = 16;
 const FORM = /^[a-z2-9]{16}$/;
 const PURPOSE = "app-password";
+const BOX_PURPOSE = "app-password-box";
 const BOX_INFO = "app-password secret box";
 const SALT_BYTES = 16;
 const NONCE_BYTES = 24;
@@ -41,15 +42,25 @@ export function appPasswordLookupHash(normalized: string, secret: InstallationSe
   return secret.keyedHash(PURPOSE, normalized).toString("hex");
 }
 
-function boxKey(normalized: string, salt: Buffer): Buffer {
-  return Buffer.from(hkdfSync("sha256", Buffer.from(normalized, "utf8"), salt, BOX_INFO, KEY_BYTES));
+// The key material is the app password keyed with the installation secret: a copy of the database
+// alone cannot test a guess against a box either.
+function boxKey(normalized: string, salt: Buffer, secret: InstallationSecret): Buffer {
+  const material = secret.keyedHash(BOX_PURPOSE, normalized);
+  return Buffer.from(hkdfSync("sha256", material, salt, BOX_INFO, KEY_BYTES));
 }
 
-/** base64(salt[16] ‖ nonce[24] ‖ mac[16] ‖ ciphertext), keyed by HKDF-SHA256(app password, salt). */
-export function sealWithAppPassword(plaintext: string, normalized: string): string {
+/**
+ * base64(salt[16] ‖ nonce[24] ‖ mac[16] ‖ ciphertext), keyed by
+ * HKDF-SHA256(HMAC(installation secret, app password), salt).
+ */
+export function sealWithAppPassword(
+  plaintext: string,
+  normalized: string,
+  secret: InstallationSecret,
+): string {
   const salt = randomBytes(SALT_BYTES);
   const nonce = randomBytes(NONCE_BYTES);
-  const key = boxKey(normalized, salt);
+  const key = boxKey(normalized, salt, secret);
   const message = Buffer.from(plaintext, "utf8");
   const sealed = Buffer.alloc(MAC_BYTES + message.length);
   try {
@@ -61,14 +72,14 @@ export function sealWithAppPassword(plaintext: string, normalized: string): stri
 }
 
 /** Opens a box made by sealWithAppPassword; throws SecretBoxError. */
-export function openWithAppPassword(box: string, normalized: string): string {
+export function openWithAppPassword(box: string, normalized: string, secret: InstallationSecret): string {
   const raw = Buffer.from(box, "base64");
   if (raw.length < SALT_BYTES + NONCE_BYTES + MAC_BYTES)
     throw new SecretBoxError("The encrypted message was truncated");
   const salt = raw.subarray(0, SALT_BYTES);
   const nonce = raw.subarray(SALT_BYTES, SALT_BYTES + NONCE_BYTES);
   const sealed = raw.subarray(SALT_BYTES + NONCE_BYTES);
-  const key = boxKey(normalized, salt);
+  const key = boxKey(normalized, salt, secret);
   const message = Buffer.alloc(sealed.length - MAC_BYTES);
   let opened: boolean;
   try {
