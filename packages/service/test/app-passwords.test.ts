@@ -9,6 +9,7 @@ import {
   normalizeAppPassword,
 } from "../src/credentials/app-passwords.ts";
 import { CryptoPool } from "../src/credentials/crypto-pool.ts";
+import { hashPassword } from "../src/credentials/passwords.ts";
 import { ServiceError } from "../src/errors.ts";
 import { byTest, markDeleted, password } from "./helpers/fixtures.ts";
 import { installationSecret, startService, type TestService } from "./helpers/service.ts";
@@ -496,6 +497,41 @@ describe("app passwords", () => {
       trusted.map((row) => row.client),
       ["app:ip:203.0.113.77"],
     );
+  });
+
+  test("an account password of the app-password form set before still works in mail apps", async () => {
+    const { users, database } = service.services;
+    await users.create({ email: "legacy@example.org", password, mailCrypt: false });
+    const legacy = generateAppPassword().replaceAll("-", "");
+    // As an older version stored it: the policy did not refuse the form then, so the flag says "maybe".
+    await database.db
+      .updateTable("users")
+      .set({ password: await hashPassword(legacy, pool), password_app_form: 1 })
+      .where("email", "=", "legacy@example.org")
+      .execute();
+    assert.equal((await passdb("legacy@example.org", legacy)).status, 200);
+    assert.equal(
+      (await smtp("legacy@example.org", legacy.toUpperCase())).status,
+      401,
+      "the password as typed, no other",
+    );
+    assert.equal((await smtp("legacy@example.org", legacy)).status, 200);
+    const before = pool.jobs;
+    assert.equal((await passdb("legacy@example.org", generateAppPassword())).status, 401);
+    assert.equal(pool.jobs - before, 1, "a wrong one of that form is tried as the password too");
+    // A right password of another form tells that the password is not of the form: the flag goes.
+    await database.db
+      .updateTable("users")
+      .set({ password: await hashPassword(password, pool), password_app_form: 1 })
+      .where("email", "=", "legacy@example.org")
+      .execute();
+    assert.equal((await passdb("legacy@example.org", password)).status, 200);
+    assert.equal((await user("legacy@example.org")).passwordMayHaveAppForm, false);
+    const after = pool.jobs;
+    assert.equal((await passdb("legacy@example.org", generateAppPassword())).status, 401);
+    assert.equal(pool.jobs, after);
+    // Every password the policy checked since is not of the form.
+    assert.equal((await user("alice@example.org")).passwordMayHaveAppForm, false);
   });
 
   test("the password policy refuses an account password of the app-password form", async () => {

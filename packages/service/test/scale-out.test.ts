@@ -167,6 +167,7 @@ else
             app_passwords_required:
               row.app_passwords_required === null ? null : toFlag(flag(row.app_passwords_required)),
             passkey_sign_in: toFlag(flag(row.passkey_sign_in)),
+            password_app_form: toFlag(flag(row.password_app_form)),
           });
         }
         await database.db.insertInto("users").values(batch).execute();

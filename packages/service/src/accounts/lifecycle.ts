@@ -337,6 +337,7 @@ export class LifecycleService {
         .updateTable("users")
         .set({
           password: hash,
+          password_app_form: 0,
           mail_crypt_secret_box: secretBox,
           password_change_required: 0,
           updated_at: nowSeconds(),
@@ -481,6 +482,7 @@ export class LifecycleService {
     return {
       ...wipedCredentials,
       password: hash,
+      password_app_form: 0 as const,
       mail_crypt: material ? (1 as const) : (0 as const),
       mail_crypt_public_key: material?.publicKey ?? null,
       mail_crypt_secret_box: material?.secretBox ?? null,

@@ -181,6 +181,7 @@ export class RecoveryService {
         .updateTable("users")
         .set({
           password: hash,
+          password_app_form: 0,
           password_change_required: 0,
           mail_crypt_public_key: publicKeyOf(verified.privateKey),
           mail_crypt_secret_box: secretBox,

@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { normalizeAppPassword } from "../credentials/app-passwords.ts";
 import { findBackupCode } from "../credentials/backup-codes.ts";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
 import { openSecretBox, SecretBoxError } from "../credentials/mailcrypt.ts";
@@ -284,7 +285,10 @@ export class SignInService {
         door,
         options.client?.address ?? null,
       );
-      if (app.kind !== "not_app_password") return this.#appPasswordSignIn(user, app, options);
+      // An account password of that form, set before the policy refused it, still works there.
+      const maybePassword = app.kind === "no_match" && user?.passwordMayHaveAppForm === true;
+      if (app.kind !== "not_app_password" && !maybePassword)
+        return this.#appPasswordSignIn(user, app, options);
     }
     if (!user || typeof password !== "string" || password === "") {
       await verifyDummy(typeof password === "string" ? password : "", this.#pool);
@@ -292,6 +296,7 @@ export class SignInService {
     }
     const check = await verifyPassword(password, user.passwordHash, this.#pool);
     if (!check.valid) return { kind: "wrong_password", user };
+    if (user.passwordMayHaveAppForm && normalizeAppPassword(password) === null) await this.#notAppForm(user);
     // The account password, right but refused at IMAP and SMTP: a stolen password alone opens no mailbox.
     if (appPasswordDoors.includes(door) && (await this.#appPasswords.required(user)))
       return { kind: "wrong_password", user, reason: "app_password_required" };
@@ -434,6 +439,16 @@ export class SignInService {
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 0) return (await this.#users.findByEmail(user.email)) ?? user;
     return { ...user, mailCrypt: true, mailCryptPublicKey: publicKey, mailCryptSecretBox: secretBox };
+  }
+
+  /** A right password not of the app-password form: from now on IMAP and SMTP need not try that form as it. */
+  async #notAppForm(user: User): Promise<void> {
+    await this.#db
+      .updateTable("users")
+      .set({ password_app_form: 0 })
+      .where("id", "=", user.id)
+      .where("password", "=", user.passwordHash)
+      .execute();
   }
 
   /** Legacy and outdated hashes are replaced by Argon2id at the first successful sign-in. */

@@ -53,6 +53,8 @@ export interface User {
   appPasswordsRequired: boolean | null;
   /** The user may sign in on the web with a passkey alone. */
   passkeySignIn: boolean;
+  /** The account password may have the app-password form (schema.ts `password_app_form`). */
+  passwordMayHaveAppForm: boolean;
 }
 
 export function toUser(row: Selectable<UserTable>): User {
@@ -79,6 +81,7 @@ export function toUser(row: Selectable<UserTable>): User {
     deleted: flag(row.deleted),
     appPasswordsRequired: row.app_passwords_required === null ? null : flag(row.app_passwords_required),
     passkeySignIn: flag(row.passkey_sign_in),
+    passwordMayHaveAppForm: flag(row.password_app_form),
   };
 }
 
@@ -393,6 +396,7 @@ export class UserService {
           email: address.email,
           domain_id: domain.id,
           password: passwordHash,
+          password_app_form: 0,
           roles: JSON.stringify(roles),
           password_change_required: toFlag(passwordChangeRequired),
           quota,

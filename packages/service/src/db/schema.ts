@@ -53,6 +53,11 @@ export interface UserTable {
   app_passwords_required: ColumnType<boolean | number | null, 0 | 1 | null | undefined, 0 | 1 | null>;
   /** The user may sign in on the web with a passkey alone. */
   passkey_sign_in: DefaultedFlag;
+  /**
+   * The account password may have an app password's form (set before the policy refused that
+   * form, or imported as a hash): IMAP and SMTP then try such a secret as the password too.
+   */
+  password_app_form: DefaultedFlag;
 }
 
 export interface AliasTable {

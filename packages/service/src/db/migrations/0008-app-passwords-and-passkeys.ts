@@ -65,6 +65,12 @@ export const appPasswordsAndPasskeys: VersionedMigration = {
       .alterTable("users")
       .addColumn("passkey_sign_in", types.flag, (c) => c.notNull().defaultTo(sql.lit(false)))
       .execute();
+    // Whether the account password may have the app-password form: unknown (so yes) for every
+    // password set before, and for imported hashes; no for each one the policy checked since.
+    await db.schema
+      .alterTable("users")
+      .addColumn("password_app_form", types.flag, (c) => c.notNull().defaultTo(sql.lit(true)))
+      .execute();
     await db.schema
       .alterTable("domains")
       .addColumn("app_passwords_required", types.flag, (c) => c.notNull().defaultTo(sql.lit(false)))
