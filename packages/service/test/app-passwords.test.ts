@@ -476,6 +476,11 @@ describe("app passwords", () => {
     for (let i = 0; i < 8; i++)
       assert.equal((await passdb("oldphone@example.org", password, home)).status, 401, `old client ${i}`);
     assert.equal((await passdb("oldphone@example.org", app, home)).status, 200, "the new phone at home");
+    const refusals = await service.services.securityEvents.list(
+      { email: "oldphone@example.org", type: "sign_in.failed" },
+      { limit: 50, offset: 0 },
+    );
+    assert.equal(refusals.total, 1, "an old client retrying is recorded once an hour, not per connection");
     // From many addresses (a roaming old phone): no daily ceiling reached, the web still signs in.
     for (let i = 0; i < 22; i++)
       assert.equal((await smtp("oldphone@example.org", password, `2001:db8:${i}::1`)).status, 401);

@@ -124,8 +124,8 @@ export class SignInService {
   readonly #guard: SignInGuard;
   readonly #events: SecurityEventLog;
   readonly #appPasswords: AppPasswordService;
-  /** When a throttled attempt was last recorded, per door, account and client (see #recordThrottled). */
-  readonly #throttledRecorded = new Map<string, number>();
+  /** When an event of a sort was last recorded, per door, client and account (see #recentlyRecorded). */
+  readonly #recorded = new Map<string, number>();
   readonly #observe: (result: SignInResult["kind"]) => void;
 
   constructor(
@@ -193,6 +193,12 @@ export class SignInService {
           detail: { reason: "unknown_account" },
         });
       case "wrong_password":
+        // An old client still sending the refused password: once an hour is enough to be seen.
+        if (
+          result.reason === "app_password_required" &&
+          this.#recentlyRecorded("app_password_required", subject, origin, 3_600_000)
+        )
+          return;
         return this.#record(subject, origin, {
           type: "sign_in.failed",
           detail: { reason: result.reason ?? "wrong_password" },
@@ -217,18 +223,36 @@ export class SignInService {
 
   /** At most one throttled event a minute per door and client group: a flood writes no flood of rows. */
   async #recordThrottled(subject: SecurityEventSubject, origin: CheckOrigin, retryAfter: number) {
+    if (this.#recentlyRecorded("throttled", subject, origin, 60_000)) return;
+    await this.#record(subject, origin, { type: "sign_in.throttled", detail: { retryAfter } });
+  }
+
+  /**
+   * Whether an event of this sort was recorded within `window` ms for this door and client group on
+   * this instance (and notes it now if not): a flood, or an old mail client retrying the account
+   * password where app passwords are required, writes no flood of rows.
+   */
+  #recentlyRecorded(
+    sort: string,
+    subject: SecurityEventSubject,
+    origin: CheckOrigin,
+    window: number,
+  ): boolean {
     const address = origin.client?.address;
     const group = address ? clientGroup(address) : `${subject.email}`;
-    const key = `${origin.door}|${group}`;
+    // A throttled flood is one client's, whatever accounts it tries; a refused password is one account's.
+    const key =
+      sort === "throttled"
+        ? `${sort}|${origin.door}|${group}`
+        : `${sort}|${origin.door}|${group}|${subject.email}`;
     const now = Date.now();
-    if ((this.#throttledRecorded.get(key) ?? 0) > now - 60_000) return;
+    if ((this.#recorded.get(key) ?? 0) > now - window) return true;
     // Bounded: the oldest entries go first (a Map keeps insertion order).
-    this.#throttledRecorded.delete(key);
-    this.#throttledRecorded.set(key, now);
-    if (this.#throttledRecorded.size > 10_000)
-      for (const old of [...this.#throttledRecorded.keys()].slice(0, 1_000))
-        this.#throttledRecorded.delete(old);
-    await this.#record(subject, origin, { type: "sign_in.throttled", detail: { retryAfter } });
+    this.#recorded.delete(key);
+    this.#recorded.set(key, now);
+    if (this.#recorded.size > 10_000)
+      for (const old of [...this.#recorded.keys()].slice(0, 1_000)) this.#recorded.delete(old);
+    return false;
   }
 
   async #record(subject: SecurityEventSubject, origin: CheckOrigin, event: SecurityEvent): Promise<void> {
