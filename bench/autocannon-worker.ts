@@ -38,9 +38,10 @@ const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
 
 const job = JSON.parse(process.argv[2] ?? "{}") as Job;
 const lines = readFileSync(job.listFile, "utf8").split("\n").filter(Boolean);
+// path, then optionally the body and the client's address (X-Client-Address), tab-separated
 const requests = lines.map((line) => {
-  const tab = line.indexOf("\t");
-  return tab < 0 ? { path: line } : { path: line.slice(0, tab), body: line.slice(tab + 1) };
+  const [path = "", body = "", clientAddress = ""] = line.split("\t");
+  return { path, ...(body === "" ? {} : { body }), ...(clientAddress === "" ? {} : { clientAddress }) };
 });
 let index = 0;
 const headers: Record<string, string> = {};
@@ -62,6 +63,8 @@ const result = await autocannon({
         const next = requests[index++ % requests.length]!;
         request.path = next.path;
         if (next.body !== undefined) request.body = next.body;
+        if (next.clientAddress !== undefined)
+          request.headers = { ...headers, "x-client-address": next.clientAddress };
         return request;
       },
     },

@@ -67,6 +67,32 @@ test("npm run bench --smoke: every phase runs and writes its results", { timeout
     assert.ok(results.lookupsDuringPassdb.lookups.requests > 0);
     assert.ok(results.memory.peakRssMiB > 0);
 
+    // Issue 29: passdb with mail app passwords (a few made through AppPasswordService, checked to
+    // unlock the same key as the password before the load), every answer 200, beside the mailbox
+    // lookup and with the paced lookups alone and during.
+    const app = results.appPasswords;
+    assert.equal(app.users, 50);
+    assert.equal(app.madeThroughServices, 2);
+    for (const run of [app.passdb, app.mailbox, app.lookupsAlone, app.lookupsDuring, app.passdbDuring]) {
+      assert.ok(run.requests > 0, JSON.stringify(run));
+      assert.equal(run.errors, 0, JSON.stringify(run));
+    }
+    assert.equal(app.passdb.connections, 16);
+    assert.equal(app.passdb.non2xx, 0);
+    assert.equal(app.passdbDuring.non2xx, 0);
+    assert.ok(app.passdb.cpuUsPerRequest.user > 0);
+    assert.equal(app.ratio, app.passdb.rps / app.mailbox.rps);
+    assert.match(
+      run.stdout,
+      /app-password passdb \/ mailbox lookup rate \(c=16\): [\d.]+ \(>= 0\.5\); \d+ against \d+ req\/s/,
+    );
+    assert.match(
+      run.stdout,
+      /lookup p99 while app-password passdb runs \/ the same lookups alone: [\d.]+ \(<= 2\)/,
+    );
+    assert.match(run.stdout, /\| passdb, mail app password \| \d+/);
+    assert.match(run.stdout, /\| passdb, account password \(8 concurrent\) \| [\d.]+/);
+
     // The Postfix adapter's phase (bench/postfix-adapter.ts): socketmap lookups answered both ways,
     // with real OK and NOTFOUND answers, and policy answers.
     for (const row of results.postfixAdapter.socketmap) {

@@ -1,6 +1,13 @@
 import { mailCryptMaterial } from "../packages/service/src/accounts/mail-crypt-policy.ts";
 import { InstallationSecret } from "../packages/service/src/config.ts";
+import {
+  appPasswordLookupHash,
+  generateAppPassword,
+  normalizeAppPassword,
+  sealWithAppPassword,
+} from "../packages/service/src/credentials/app-passwords.ts";
 import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
+import { openSecretBox } from "../packages/service/src/credentials/mailcrypt.ts";
 import { hashPassword } from "../packages/service/src/credentials/passwords.ts";
 import type { DatabaseHandle } from "../packages/service/src/db/database.ts";
 import { migrateToLatest } from "../packages/service/src/db/migrate.ts";
@@ -289,6 +296,9 @@ export function keyList(endpoint: LookupEndpoint, size: DatasetSize, count: numb
   return list;
 }
 
+/** Each user signs in from an address of their own (10.0.0.0/8), always the same one. */
+const userClientAddress = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+
 /** passdb requests for active MailCrypt users, with the right password: the full sign-in path. */
 export function passdbList(
   size: DatasetSize,
@@ -305,8 +315,127 @@ export function passdbList(
       path: endpointPath.userdb + userEmail(i, size),
       body: JSON.stringify({ password: benchPassword }),
       kind: "existing",
-      // Each user signs in from an address of their own (10.0.0.0/8), always the same one.
-      ...(withClientAddresses ? { clientAddress: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` } : {}),
+      ...(withClientAddresses ? { clientAddress: userClientAddress(i) } : {}),
+    });
+  }
+  return list;
+}
+
+/** A MailCrypt user's mail app password (scope mail), as the bench's passdb load gives it. */
+export interface AppPasswordCredential {
+  /** The user's index in the data set. */
+  index: number;
+  email: string;
+  password: string;
+  /** Made through AppPasswordService.createForOwner (else by the bulk path, see below). */
+  throughServices: boolean;
+}
+
+/**
+ * One mail app password for each of the first `count` MailCrypt users (indexes 5, 15, 25, ...: never
+ * deleted, never spam). The first `throughServices` are made as their owner makes them: the
+ * password re-confirmed, then AppPasswordService.createForOwner (two Argon2id runs each, so only a
+ * few). The rest the way the data set makes its users: the private key opened once, then per user
+ * the service's own credential functions (a new app password, its keyed-hash lookup key, its HKDF
+ * secret box of the key) and batched inserts, in one transaction.
+ *
+ * `secret` must be the running service's installation secret: app passwords are found by a hash
+ * keyed with it.
+ */
+export async function generateAppPasswords(
+  handle: DatabaseHandle,
+  size: DatasetSize,
+  credentials: Credentials,
+  secret: InstallationSecret,
+  count: number,
+  throughServices: number,
+): Promise<{ seconds: number; credentials: AppPasswordCredential[] }> {
+  const started = performance.now();
+  const { db } = handle;
+  const pool = new CryptoPool(2);
+  const services = createServices(handle, pool, { installationSecret: secret });
+  const origin = { door: "console" as const, clientAddress: null, actor: "bench" };
+  const indexes = Array.from({ length: Math.min(count, size.users / 10) }, (_, k) => k * 10 + 5);
+  const emails = indexes.map((i) => userEmail(i, size));
+  const made: AppPasswordCredential[] = [];
+  await Promise.all(
+    emails.slice(0, throughServices).map(async (email) => {
+      const user = await services.users.findByEmail(email);
+      if (!user?.mailCryptSecretBox) throw new Error(`${email}: not a MailCrypt user of the data set`);
+      const proof = await services.signIn.confirmPassword(user, benchPassword);
+      const created = await services.appPasswords.createForOwner(
+        proof,
+        { name: "Phone", scope: "mail" },
+        origin,
+      );
+      made.push({
+        index: indexes[emails.indexOf(email)]!,
+        email,
+        password: created.password,
+        throughServices: true,
+      });
+    }),
+  );
+  const privateKey = await openSecretBox(credentials.secretBox, benchPassword, pool);
+  const bulk = emails.slice(throughServices);
+  const ids = new Map<string, number>();
+  for (let start = 0; start < bulk.length; start += 500)
+    for (const row of await db
+      .selectFrom("users")
+      .select(["id", "email"])
+      .where("email", "in", bulk.slice(start, start + 500))
+      .execute())
+      ids.set(row.email, Number(row.id));
+  const now = Math.floor(Date.now() / 1000);
+  await db.transaction().execute(async (trx) => {
+    for (let start = 0; start < bulk.length; start += 1000) {
+      const rows = bulk.slice(start, start + 1000).map((email, n) => {
+        const password = generateAppPassword();
+        const normalized = normalizeAppPassword(password) as string;
+        made.push({ index: indexes[throughServices + start + n]!, email, password, throughServices: false });
+        return {
+          user_id: ids.get(email) ?? 0,
+          name: "Phone",
+          scope: "mail" as const,
+          lookup_hash: appPasswordLookupHash(normalized, secret),
+          secret_box: sealWithAppPassword(privateKey, normalized),
+          created_at: now,
+          last_used_at: null,
+          last_used_address: null,
+        };
+      });
+      await trx.insertInto("app_passwords").values(rows).execute();
+    }
+  });
+  return { seconds: (performance.now() - started) / 1000, credentials: made };
+}
+
+/**
+ * passdb requests with mail app passwords, shuffled: the app-password sign-in path. With client
+ * addresses (as Dovecot's adapter always sends them), each user from the address of their own.
+ */
+export function appPasswordPassdbList(
+  made: AppPasswordCredential[],
+  count: number,
+  seed: number,
+  withClientAddresses: boolean,
+) {
+  const random = prng(seed);
+  const shuffled = [...made];
+  for (let i = shuffled.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+  }
+  const list: KeyedRequest[] = [];
+  for (let n = 0; n < count; n++) {
+    // Every app password once, then at random.
+    const { index, email, password } =
+      shuffled[n < shuffled.length ? n : Math.floor(random() * shuffled.length)]!;
+    list.push({
+      path: endpointPath.userdb + email,
+      body: JSON.stringify({ password }),
+      kind: "existing",
+      ...(withClientAddresses ? { clientAddress: userClientAddress(index) } : {}),
     });
   }
   return list;

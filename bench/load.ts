@@ -78,12 +78,17 @@ end
 init = function(args)
   local headers = { ${headers} }
   for line in io.lines(${luaString(listFile)}) do
-    local tab = line:find("\\t")
-    if tab then
-      requests[#requests + 1] = wrk.format(${luaString(spec.method)}, line:sub(1, tab - 1), headers, line:sub(tab + 1))
-    else
-      requests[#requests + 1] = wrk.format(${luaString(spec.method)}, line, headers)
+    -- path, then optionally the body and the client's address, separated by tabs
+    local fields = {}
+    for field in (line .. "\\t"):gmatch("([^\\t]*)\\t") do fields[#fields + 1] = field end
+    local own = headers
+    if fields[3] and fields[3] ~= "" then
+      own = { ["X-Client-Address"] = fields[3] }
+      for name, value in pairs(headers) do own[name] = value end
     end
+    local body = fields[2]
+    if body == "" then body = nil end
+    requests[#requests + 1] = wrk.format(${luaString(spec.method)}, fields[1], own, body)
   end
   index = (offset or 0) % #requests
 end
@@ -104,7 +109,14 @@ end
 
 function writeList(spec: LoadSpec): string {
   const file = join(spec.workDir, `${spec.name}.list`);
-  writeFileSync(file, `${spec.requests.map((r) => (r.body ? `${r.path}\t${r.body}` : r.path)).join("\n")}\n`);
+  // path, then optionally the body and the client's address (X-Client-Address), tab-separated
+  const line = (r: KeyedRequest) =>
+    r.clientAddress
+      ? `${r.path}\t${r.body ?? ""}\t${r.clientAddress}`
+      : r.body
+        ? `${r.path}\t${r.body}`
+        : r.path;
+  writeFileSync(file, `${spec.requests.map(line).join("\n")}\n`);
   return file;
 }
 

@@ -5,7 +5,7 @@
  *   node bench/run.ts [--smoke] [--out FILE] [--generator wrk|autocannon] [--profile DIR]
  *                     [--databases sqlite,postgres,mariadb] [--skip-passdb] [--skip-web] [--endpoints a,b]
  *                     [--connections 1,16,64] [--skip-postfix-adapter] [--skip-import]
- *                     [--passdb-client-addresses]
+ *                     [--passdb-client-addresses] [--skip-app-passwords]
  *
  * PostgreSQL and MariaDB runs happen when TEST_POSTGRES_URL / TEST_MARIADB_URL are set: a fresh
  * database is created on that server for the run and dropped afterwards.
@@ -16,15 +16,19 @@ import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { loadConfig, readInstallationSecret } from "../packages/service/src/config.ts";
 import { openDatabase } from "../packages/service/src/db/database.ts";
 import { createDatabase } from "../packages/service/test/helpers/databases.ts";
 import { freePort } from "../packages/service/test/helpers/process.ts";
 import {
+  type AppPasswordCredential,
+  appPasswordPassdbList,
   benchPassword,
   type Credentials,
   endpointScope,
   fullSize,
   type GeneratedDataset,
+  generateAppPasswords,
   generateDataset,
   isDeleted,
   isSpam,
@@ -60,6 +64,7 @@ const { values: args } = parseArgs({
     "skip-postfix-adapter": { type: "boolean", default: false },
     "skip-import": { type: "boolean", default: false },
     "passdb-client-addresses": { type: "boolean", default: false },
+    "skip-app-passwords": { type: "boolean", default: false },
   },
 });
 
@@ -72,6 +77,9 @@ const settings = smoke
       passdbSeconds: 2,
       passdbConcurrency: 8,
       memoryConcurrency: 20,
+      appPasswordUsers: 50,
+      appPasswordsThroughServices: 2,
+      appPasswordSeconds: 1,
     }
   : {
       seconds: 10,
@@ -81,6 +89,10 @@ const settings = smoke
       passdbSeconds: 20,
       passdbConcurrency: 16,
       memoryConcurrency: 200,
+      // App-password sign-ins cost no Argon2: short runs give thousands of completions each.
+      appPasswordUsers: 2000,
+      appPasswordsThroughServices: 8,
+      appPasswordSeconds: 5,
     };
 if (args.connections) {
   const counts = args.connections.split(",").map(Number);
@@ -92,6 +104,8 @@ if (args.connections) {
 }
 /** Lookups during saturated passdb: paced, so the figure shows event-loop delay, not CPU queueing. */
 const saturated = { connections: 16, delayMs: 20 };
+/** Issue 29: app-password passdb at this many connections, against the mailbox lookup at as many. */
+const appPasswordConnections = 16;
 const size = smoke ? smokeSize : fullSize;
 const keysPerList = smoke ? 500 : 20_000;
 const generator = detectLoadGenerator(args.generator);
@@ -289,11 +303,29 @@ async function checkKeys(url: string, token: string, list: KeyedRequest[]): Prom
   return { statuses, typicalBytes: percentile(sizes, 50) };
 }
 
-interface LookupRow extends LoadResult {
-  endpoint: LookupEndpoint;
-  ratio?: number;
+interface CpuLoadResult extends LoadResult {
   /** CPU the server process used per answered request, in µs: steadier than req/s on a shared host. */
   cpuUsPerRequest: { user: number; system: number };
+}
+
+interface LookupRow extends CpuLoadResult {
+  endpoint: LookupEndpoint;
+  ratio?: number;
+}
+
+/** A load run and the CPU the server process spent on it, per answered request. */
+async function withCpu(pid: number, run: () => Promise<LoadResult>): Promise<CpuLoadResult> {
+  const before = cpuSecondsOf(pid);
+  const result = await run();
+  const after = cpuSecondsOf(pid);
+  const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(result.requests, 1);
+  return {
+    ...result,
+    cpuUsPerRequest: {
+      user: perRequest(after.user - before.user),
+      system: perRequest(after.system - before.system),
+    },
+  };
 }
 
 interface BaselineRow extends LookupRow {
@@ -334,20 +366,16 @@ async function lookupMatrix(
       connections: number,
       against?: number,
     ) => {
-      const cpuBefore = cpuSecondsOf(target.pid);
-      const result = await runLoad(load, { ...target, connections, seconds: settings.seconds });
-      const cpuAfter = cpuSecondsOf(target.pid);
-      const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(result.requests, 1);
-      const cpuUsPerRequest = {
-        user: perRequest(cpuAfter.user - cpuBefore.user),
-        system: perRequest(cpuAfter.system - cpuBefore.system),
-      };
+      const result = await withCpu(target.pid, () =>
+        runLoad(load, { ...target, connections, seconds: settings.seconds }),
+      );
+      const { cpuUsPerRequest } = result;
       if (result.errors > 0) log(`  ${name} ${endpoint} c=${connections}: ${result.errors} errors`);
       const ratio = against ? result.rps / against : undefined;
       log(
         `  ${name.padEnd(8)} ${endpoint.padEnd(10)} c=${String(connections).padStart(2)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  cpu ${cpuUsPerRequest.user.toFixed(1)}+${cpuUsPerRequest.system.toFixed(1)} µs${ratio ? `  ratio ${ratio.toFixed(2)}` : ""}`,
       );
-      return { endpoint, ...result, cpuUsPerRequest, ...(ratio ? { ratio } : {}) };
+      return { endpoint, ...result, ...(ratio ? { ratio } : {}) };
     };
     try {
       for (const target of bareSpec ? [bareSpec, serviceSpec] : [serviceSpec])
@@ -376,6 +404,7 @@ const datasets: Record<string, GeneratedDataset> = {};
 const lists = new Map<LookupEndpoint, KeyedRequest[]>();
 for (const [n, endpoint] of lookupEndpoints.entries())
   if (endpoints.includes(endpoint)) lists.set(endpoint, keyList(endpoint, size, keysPerList, n + 1));
+let appPasswordSetup: null | { seconds: number; credentials: AppPasswordCredential[] } = null;
 const mixed: KeyedRequest[] = [];
 {
   const random = prng(99);
@@ -417,6 +446,22 @@ const results = {
     ratio: number;
   },
   lookupsDuringPassdb: null as null | { lookups: LoadResult; passdb: PassdbResult },
+  /**
+   * Issue 29: passdb with mail app passwords (no Argon2) at 16 connections, the mailbox lookup at 16
+   * connections measured straight before it (the reference rate), and the paced mixed lookups of
+   * the passdb phase alone and while the app-password load runs.
+   */
+  appPasswords: null as null | {
+    users: number;
+    madeThroughServices: number;
+    setupSeconds: number;
+    passdb: CpuLoadResult;
+    mailbox: CpuLoadResult;
+    ratio: number;
+    lookupsAlone: LoadResult;
+    lookupsDuring: LoadResult;
+    passdbDuring: LoadResult;
+  },
   /** bench/import.ts's results file, as it wrote it. */
   import: null as null | {
     targets: { name: string; target: string; value: number; met: boolean }[];
@@ -439,7 +484,15 @@ const results = {
     rssMiB: number;
   },
   /** baselineValue: the same figure for the bare node:http server in the paired run. */
-  targets: [] as { name: string; target: string; value: number; met: boolean; baselineValue?: number }[],
+  targets: [] as {
+    name: string;
+    target: string;
+    value: number;
+    met: boolean;
+    baselineValue?: number;
+    /** What the figure is read beside, in words (printed after it). */
+    note?: string;
+  }[],
   web: undefined as
     | {
         loginPage: LoadResult;
@@ -458,6 +511,22 @@ try {
     const handle = await openDatabase(target.url, { poolSize: 4 });
     try {
       datasets[target.name] = await generateDataset(handle, size, credentials);
+      if (target.name === "sqlite" && !args["skip-app-passwords"]) {
+        // The installation secret as the service will read it (its default file beside the
+        // database): app passwords are found by a hash keyed with it.
+        const secret = readInstallationSecret(loadConfig({ DATABASE_URL: target.url }).installationSecret);
+        appPasswordSetup = await generateAppPasswords(
+          handle,
+          size,
+          credentials,
+          secret,
+          settings.appPasswordUsers,
+          settings.appPasswordsThroughServices,
+        );
+        log(
+          `${target.name}: ${appPasswordSetup.credentials.length} mail app passwords (${settings.appPasswordsThroughServices} through AppPasswordService) in ${appPasswordSetup.seconds.toFixed(1)} s`,
+        );
+      }
     } finally {
       await handle.close();
     }
@@ -485,6 +554,8 @@ try {
       results.lookups[target.name] = rows;
       results.baseline[target.name] = baseline;
 
+      if (appPasswordSetup && target.name === "sqlite")
+        await appPasswordPhases(service, tokens, appPasswordSetup);
       if (target.name === "sqlite" && !args["skip-passdb"]) await passdbPhases(service, tokens);
       if (target.name === "sqlite" && !args["skip-web"]) await webPhases(service, tokens);
     } finally {
@@ -582,6 +653,120 @@ async function passdbPhases(service: Server, tokens: GeneratedDataset["tokens"])
   const memory = memoryOf(service.pid);
   log(`  peak RSS ${memory.peakRssMiB.toFixed(0)} MiB`);
   results.memory = { concurrentPassdb: settings.memoryConcurrency, burst, ...memory };
+}
+
+/**
+ * Issue 29: passdb with mail app passwords for MailCrypt users at 16 connections (the same load
+ * generator as the lookups, cycling through the users and their app passwords), beside the mailbox
+ * lookup at 16 connections measured straight before it; then the paced mixed lookups of the passdb
+ * phase alone and while the app-password load runs.
+ */
+async function appPasswordPhases(
+  service: Server,
+  tokens: GeneratedDataset["tokens"],
+  setup: { seconds: number; credentials: AppPasswordCredential[] },
+) {
+  const made = setup.credentials;
+  const connections = appPasswordConnections;
+  const seconds = settings.appPasswordSeconds;
+  // With X-Client-Address, one per user, as the contrib Dovecot adapter sends the IMAP client's address.
+  const list = appPasswordPassdbList(made, Math.max(keysPerList, made.length), 29, true);
+
+  // Each app password made through the service and a sample of the rest really unlocks the mailbox:
+  // 200 with the private key the account password opens.
+  const passdb = async (email: string, password: string) => {
+    const response = await fetch(`${service.url}/api/mailbox-server/${email}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokens.mailboxServer}`, "content-type": "application/json" },
+      body: JSON.stringify({ password }),
+    });
+    const answer = (await response.json().catch(() => ({}))) as { body?: { mailCryptPrivateKey?: string } };
+    return { status: response.status, key: answer.body?.mailCryptPrivateKey ?? "" };
+  };
+  const reference = await passdb(made[0]!.email, benchPassword);
+  if (reference.status !== 200 || reference.key === "")
+    throw new Error(`passdb with the account password: ${reference.status}`);
+  const sample = [
+    ...made.filter((m) => m.throughServices),
+    ...made.filter((m) => !m.throughServices).slice(0, 20),
+  ];
+  for (const { email, password } of sample) {
+    const answer = await passdb(email, password);
+    if (answer.status !== 200 || answer.key !== reference.key)
+      throw new Error(
+        `passdb with ${email}'s app password: ${answer.status}, key ${answer.key === "" ? "missing" : "differs"}`,
+      );
+  }
+
+  log(
+    `app passwords: passdb with mail app passwords at ${connections} connections, beside the mailbox lookup`,
+  );
+  const appLoad = (name: string, duration: number) =>
+    runLoad(generator.name, {
+      url: service.url,
+      requests: list,
+      method: "POST",
+      token: tokens.mailboxServer,
+      connections,
+      seconds: duration,
+      workDir,
+      name,
+    });
+  const lookups = (name: string) =>
+    runLoad(generator.name, {
+      url: service.url,
+      requests: mixed,
+      method: "GET",
+      token: tokens.both,
+      connections: saturated.connections,
+      delayMs: saturated.delayMs,
+      seconds,
+      workDir,
+      name,
+    });
+  // The warm-up also takes the "last used" writes of first uses (one per app password an hour).
+  await appLoad("app-passwords-warmup", settings.warmupSeconds);
+  const mailbox = await withCpu(service.pid, () =>
+    runLoad(generator.name, {
+      url: service.url,
+      requests: keyList("mailbox", size, keysPerList, lookupEndpoints.indexOf("mailbox") + 1),
+      method: "GET",
+      token: tokens.mta,
+      connections,
+      seconds,
+      workDir,
+      name: "app-passwords-mailbox",
+    }),
+  );
+  const appPasswordPassdb = await withCpu(service.pid, () => appLoad("app-passwords-passdb", seconds));
+  if (appPasswordPassdb.non2xx > 0 || appPasswordPassdb.errors > 0)
+    throw new Error(`app-password passdb failed: ${JSON.stringify(appPasswordPassdb)}`);
+  const ratio = appPasswordPassdb.rps / mailbox.rps;
+  const line = (what: string, r: CpuLoadResult) =>
+    `  ${what.padEnd(22)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  cpu ${r.cpuUsPerRequest.user.toFixed(1)}+${r.cpuUsPerRequest.system.toFixed(1)} µs`;
+  log(line("mailbox lookup", mailbox));
+  log(`${line("app-password passdb", appPasswordPassdb)}  ratio ${ratio.toFixed(2)}`);
+
+  log("app passwords: the paced lookups alone, then while app-password passdb runs");
+  const lookupsAlone = await lookups("app-passwords-lookups-alone");
+  const background = appLoad("app-passwords-background", seconds + 2);
+  await sleep(1000);
+  const lookupsDuring = await lookups("app-passwords-lookups-during");
+  const passdbDuring = await background;
+  log(
+    `  lookups p99 alone ${lookupsAlone.p99Ms.toFixed(2)} ms; while app-password passdb runs ${lookupsDuring.p99Ms.toFixed(2)} ms (passdb meanwhile ${passdbDuring.rps.toFixed(0)} req/s)`,
+  );
+  results.appPasswords = {
+    users: made.length,
+    madeThroughServices: made.filter((m) => m.throughServices).length,
+    setupSeconds: setup.seconds,
+    passdb: appPasswordPassdb,
+    mailbox,
+    ratio,
+    lookupsAlone,
+    lookupsDuring,
+    passdbDuring,
+  };
 }
 
 /** An active, non-spam user of the data set (they all share benchPassword). */
@@ -686,6 +871,25 @@ if (results.lookupsDuringPassdb)
     value: results.lookupsDuringPassdb.lookups.p99Ms,
     met: results.lookupsDuringPassdb.lookups.p99Ms < 20,
   });
+if (results.appPasswords) {
+  const { passdb, mailbox, ratio, lookupsAlone, lookupsDuring } = results.appPasswords;
+  results.targets.push({
+    name: `app-password passdb / mailbox lookup rate (c=${appPasswordConnections})`,
+    target: ">= 0.5",
+    value: ratio,
+    met: ratio >= 0.5,
+    note: `${passdb.rps.toFixed(0)} against ${mailbox.rps.toFixed(0)} req/s`,
+  });
+  // "Unchanged", read with a shared host's noise in mind: at most twice the same lookups' p99 alone.
+  const p99Ratio = lookupsDuring.p99Ms / lookupsAlone.p99Ms;
+  results.targets.push({
+    name: "lookup p99 while app-password passdb runs / the same lookups alone",
+    target: "<= 2",
+    value: p99Ratio,
+    met: p99Ratio <= 2,
+    note: `${lookupsDuring.p99Ms.toFixed(2)} ms against ${lookupsAlone.p99Ms.toFixed(2)} ms`,
+  });
+}
 if (results.memory)
   results.targets.push({
     name: `peak RSS MiB with ${results.memory.concurrentPassdb} concurrent passdb`,
@@ -751,6 +955,33 @@ if (results.lookupsDuringPassdb) {
     `lookups while passdb saturated (${saturated.connections} conns, ${saturated.delayMs} ms pause): ${fmt(lookups.rps)} req/s, p50 ${fmt(lookups.p50Ms, 2)} ms, p99 ${fmt(lookups.p99Ms, 2)} ms (passdb meanwhile ${fmt(passdb.rps, 2)}/s)`,
   );
 }
+if (results.appPasswords) {
+  const { passdb, mailbox, lookupsAlone, lookupsDuring, passdbDuring, users } = results.appPasswords;
+  const row = (what: string, r: Pick<LoadResult, "rps" | "p50Ms" | "p99Ms">, extra = "") =>
+    `| ${what} | ${fmt(r.rps, r.rps < 100 ? 2 : 0)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${extra} |`;
+  lines.push("");
+  lines.push(
+    `passdb for MailCrypt users at ${appPasswordConnections} connections (issue 29; ${users} users, one mail app password each):`,
+  );
+  lines.push("");
+  lines.push("| load | req/s | p50 ms | p99 ms | server CPU µs/request |");
+  lines.push("|---|--:|--:|--:|--:|");
+  const cpu = (r: CpuLoadResult) => fmt(r.cpuUsPerRequest.user + r.cpuUsPerRequest.system);
+  lines.push(row("passdb, mail app password", passdb, cpu(passdb)));
+  if (results.passdb)
+    lines.push(
+      row(
+        `passdb, account password (${results.passdb.service.concurrency} concurrent)`,
+        results.passdb.service,
+      ),
+    );
+  lines.push(row("mailbox lookup (reference, run just before)", mailbox, cpu(mailbox)));
+  lines.push(
+    row(`mixed lookups, ${saturated.connections} conns paced ${saturated.delayMs} ms, alone`, lookupsAlone),
+  );
+  lines.push(row("the same, while app-password passdb runs", lookupsDuring));
+  lines.push(row("app-password passdb meanwhile", passdbDuring));
+}
 if (results.memory)
   lines.push(
     `peak RSS (VmHWM) of the service with ${results.memory.concurrentPassdb} concurrent passdb: ${fmt(results.memory.peakRssMiB)} MiB`,
@@ -758,7 +989,7 @@ if (results.memory)
 lines.push("");
 for (const t of results.targets)
   lines.push(
-    `${t.met ? "met   " : "MISSED"} ${t.name}: ${fmt(t.value, 2)} (${t.target})${t.baselineValue === undefined ? "" : `; bare node:http in the paired run: ${fmt(t.baselineValue, 2)}`}`,
+    `${t.met ? "met   " : "MISSED"} ${t.name}: ${fmt(t.value, 2)} (${t.target})${t.baselineValue === undefined ? "" : `; bare node:http in the paired run: ${fmt(t.baselineValue, 2)}`}${t.note ? `; ${t.note}` : ""}`,
   );
 lines.push(`results: ${out} (${fmt(results.totalSeconds)} s)`);
 process.stdout.write(`${lines.join("\n")}\n`);
