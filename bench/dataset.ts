@@ -398,7 +398,7 @@ export async function generateAppPasswords(
           name: "Phone",
           scope: "mail" as const,
           lookup_hash: appPasswordLookupHash(normalized, secret),
-          secret_box: sealWithAppPassword(privateKey, normalized),
+          secret_box: sealWithAppPassword(privateKey, normalized, secret),
           created_at: now,
           last_used_at: null,
           last_used_address: null,
