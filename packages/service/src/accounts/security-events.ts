@@ -30,6 +30,9 @@ export const securityEventTypes = [
   "sessions.ended",
   "app_password.created",
   "app_password.removed",
+  "passkey.added",
+  "passkey.removed",
+  "passkey.cloned",
   "account.deleted",
   "account.restored",
 ] as const;
@@ -58,6 +61,7 @@ export function resultOf(type: SecurityEventType): SecurityEventResult {
       return "succeeded";
     case "sign_in.failed":
     case "second_factor.failed":
+    case "passkey.cloned":
       return "failed";
     case "sign_in.throttled":
     case "guessing.ceiling_reached":
@@ -67,9 +71,12 @@ export function resultOf(type: SecurityEventType): SecurityEventResult {
   }
 }
 
-export type SecondFactorKind = "totp" | "backup_code";
-/** Why a sign-in failed; the typed address itself is the row's `email` (only when it is an address). */
-export type SignInFailure = "wrong_password" | "unknown_account" | "account_disabled";
+export type SecondFactorKind = "totp" | "backup_code" | "passkey";
+/**
+ * Why a sign-in failed; the typed address itself is the row's `email` (only when it is an address).
+ * `passkey_sign_in_off`: a valid passkey of a user who has not turned on signing in with it alone.
+ */
+export type SignInFailure = "wrong_password" | "unknown_account" | "account_disabled" | "passkey_sign_in_off";
 /** How a password came to change. */
 export type PasswordChange = "changed" | "reset" | "recovery";
 /** Why sessions ended. */
@@ -105,6 +112,11 @@ export type SecurityEvent =
   /** App passwords (not built yet): the password's id, never its name or value. */
   | { type: "app_password.created"; detail: { id: number } }
   | { type: "app_password.removed"; detail: { id: number } }
+  /** Passkeys: the passkey's id, never its name or credential. */
+  | { type: "passkey.added"; detail: { id: number } }
+  | { type: "passkey.removed"; detail: { id: number } }
+  /** A passkey's signature counter went back: a copy of the credential signed; refused. */
+  | { type: "passkey.cloned"; detail: { id: number } }
   | { type: "account.deleted" }
   | { type: "account.restored" };
 

@@ -23,6 +23,9 @@ const typeKeys: Record<SecurityEventType, MessageKey> = {
   "sessions.ended": "activity.type.sessions.ended",
   "app_password.created": "activity.type.app_password.created",
   "app_password.removed": "activity.type.app_password.removed",
+  "passkey.added": "activity.type.passkey.added",
+  "passkey.removed": "activity.type.passkey.removed",
+  "passkey.cloned": "activity.type.passkey.cloned",
   "account.deleted": "activity.type.account.deleted",
   "account.restored": "activity.type.account.restored",
 };
