@@ -542,16 +542,18 @@ export class PasskeyService {
     return { user, signInAllowed: flag(row.passkey_sign_in) };
   }
 
-  async #issue(purpose: PasskeyChallengePurpose, userId: number | null): Promise<string> {
+  /** A new challenge: its bytes for the options (which encode them), its base64url (as signed) stored. */
+  async #issue(purpose: PasskeyChallengePurpose, userId: number | null): Promise<Uint8Array<ArrayBuffer>> {
     const now = nowSeconds();
-    const challenge = randomBytes(32).toString("base64url");
+    const bytes = new Uint8Array(randomBytes(32));
+    const challenge = Buffer.from(bytes).toString("base64url");
     // Unanswered challenges go with the next one handed out: the table stays small.
     await this.#db.deleteFrom("passkey_challenges").where("expires_at", "<", now).execute();
     await this.#db
       .insertInto("passkey_challenges")
       .values({ challenge, purpose, user_id: userId, expires_at: now + challengeSeconds })
       .execute();
-    return challenge;
+    return bytes;
   }
 
   /** Uses up a challenge: true exactly once, for an unexpired one of this purpose and user. */
