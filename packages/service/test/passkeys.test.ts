@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { isRefusal } from "../src/errors.ts";
 import { passkeyNotFound } from "../src/accounts/passkeys.ts";
 import { ownerOrigin } from "../src/accounts/security-events.ts";
+import { isRefusal } from "../src/errors.ts";
 import { password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
-import { type SoftCredential, SoftAuthenticator } from "./helpers/webauthn.ts";
 import { WebClient } from "./helpers/web-client.ts";
+import { SoftAuthenticator, type SoftCredential } from "./helpers/webauthn.ts";
 
 /**
  * Passkeys (accounts/passkeys.ts) through the web's JSON endpoints, on the database
