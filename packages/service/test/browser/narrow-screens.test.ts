@@ -148,7 +148,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
     await page.goto(`${service.url}/login`);
     await fillByLabel(page, "E-mail address", person);
     await fillByLabel(page, "Password", "not the password");
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.locator(".error").first().waitFor();
     await fits(page, "/login refused");
 
