@@ -72,6 +72,8 @@
     const alert = box.querySelector("[data-passkey-error]");
     alert.textContent = message || "";
     alert.hidden = !message;
+    // Styled as an error only while it says one (an empty one is no error of the page).
+    alert.classList.toggle("error", Boolean(message));
     for (const input of box.querySelectorAll("input[aria-invalid]")) input.removeAttribute("aria-invalid");
     const input = field && box.querySelector(`[name="${field}"]`);
     if (input) {
