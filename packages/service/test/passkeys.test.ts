@@ -220,6 +220,16 @@ describe("passkeys", () => {
       });
       assert.equal(answer.status, 200, answer.text);
     }
+    // TOTP on and off again: the passkey keeps two-factor authentication on.
+    const { users } = service.services;
+    await users.enableTotp("carol@example.org", {}, byTest);
+    await users.disableTotp("carol@example.org", byTest);
+    assert.ok(!(await eventTypes("carol@example.org")).includes("two_factor.disabled"));
+    const step = await atSecondStep("carol@example.org");
+    const started = await step.postJson("/2fa/passkey/options", {});
+    await step.postJson("/2fa/passkey", { response: synced.get(credential, started.body.options) });
+    const page = await step.get("/account/twofactor");
+    assert.match(page.text, /Two-factor authentication is on with your passkeys/);
   });
 
   test("a passkey alone signs in only users who turned it on, active and not spam", async () => {

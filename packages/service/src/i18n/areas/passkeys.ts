@@ -10,6 +10,8 @@ export const passkeys = area({
     "passkeys.twoFactorHint":
       "With a passkey, two-factor authentication is on: signing in with your password then asks for the passkey or a code.",
     "passkeys.none": "You have no passkey yet.",
+    "passkeys.totpOffPasskeysOn":
+      "Two-factor authentication is on with your passkeys. An authenticator app is not set up.",
     "passkeys.name": "Passkey name",
     "passkeys.nameHint": "So you can tell them apart, for example “Laptop” or “Phone”.",
     "passkeys.created": "Added",
@@ -62,6 +64,8 @@ export const passkeys = area({
     "passkeys.twoFactorHint":
       "Mit einem Passkey ist die Zwei-Faktor-Authentifizierung eingeschaltet: Die Anmeldung mit Passwort fragt dann nach dem Passkey oder einem Code.",
     "passkeys.none": "Du hast noch keinen Passkey.",
+    "passkeys.totpOffPasskeysOn":
+      "Die Zwei-Faktor-Authentifizierung ist mit deinen Passkeys eingeschaltet. Eine Authenticator-App ist nicht eingerichtet.",
     "passkeys.name": "Name des Passkeys",
     "passkeys.nameHint": "Damit du sie unterscheiden kannst, zum Beispiel „Laptop“ oder „Telefon“.",
     "passkeys.created": "Hinzugefügt",
