@@ -110,8 +110,9 @@ export const dumpTables: readonly AnyDumpTable[] = [
     name: "users",
     key: ["id"],
     serial: true,
-    flags: ["password_change_required", "mail_crypt", "totp_confirmed", "deleted"],
+    flags: ["password_change_required", "mail_crypt", "totp_confirmed", "deleted", "passkey_sign_in"],
   },
+  { name: "passkeys", key: ["id"], serial: true, flags: [] },
   { name: "aliases", key: ["id"], serial: true, flags: ["random", "deleted"] },
   { name: "invite_codes", key: ["id"], serial: true, flags: [] },
   { name: "reserved_names", key: ["id"], serial: true, flags: [], seeded: true },
@@ -144,6 +145,7 @@ export const excludedTables: Readonly<Record<string, string>> = {
   sign_in_failures: "short-lived throttling state",
   trusted_clients: "the sign-in guard's clients that signed in before: relearnt at the next sign-ins",
   job_runs: "when the scheduled jobs last ran on this installation",
+  passkey_challenges: "single-use WebAuthn challenges that expire within minutes",
   schema_migrations: "migration bookkeeping: the header names the schema version",
   schema_migrations_lock: "migration bookkeeping",
 };
