@@ -102,9 +102,12 @@
 
   for (const hint of document.querySelectorAll("[data-passkey-noscript]")) hint.hidden = true;
 
+  /** The page's CSRF token, as its forms carry it (a hidden field in the box). */
+  const csrfOf = (box) => box.querySelector('input[name="_csrf"]').value;
+
   for (const form of document.querySelectorAll('form[data-passkey="register"]')) {
     form.hidden = false;
-    const csrf = form.querySelector('input[name="_csrf"]').value;
+    const csrf = csrfOf(form);
     const value = (name) => form.querySelector(`[name="${name}"]`).value;
     form.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -120,7 +123,7 @@
   for (const box of document.querySelectorAll('[data-passkey="second-factor"], [data-passkey="sign-in"]')) {
     box.hidden = false;
     box.querySelector("[data-passkey-start]").addEventListener("click", () =>
-      run(box, box.dataset.csrf, {
+      run(box, csrfOf(box), {
         optionsBody: () => ({}),
         browser: (options) => navigator.credentials.get({ publicKey: request(options) }),
         verifyUrl: box.dataset.verify,
