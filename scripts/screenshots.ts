@@ -70,7 +70,7 @@ try {
     await page.goto(`${service.url}/login`);
     await page.getByLabel("E-mail address", { exact: true }).fill(email);
     await page.getByLabel("Password", { exact: true }).fill(password);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.waitForURL(/\/account/);
     return { context, page };
   };

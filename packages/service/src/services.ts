@@ -5,6 +5,7 @@ import { guessingNotice } from "./accounts/guessing.ts";
 import { IdentityService } from "./accounts/identity.ts";
 import { InviteCodeService } from "./accounts/invite-codes.ts";
 import { LifecycleService } from "./accounts/lifecycle.ts";
+import { PasskeyService } from "./accounts/passkeys.ts";
 import { PasswordPolicy } from "./accounts/password-policy.ts";
 import { RecoveryService } from "./accounts/recovery.ts";
 import { RegistrationService } from "./accounts/registration.ts";
@@ -58,6 +59,8 @@ export interface Services {
   webhooks: WebhookService;
   /** Self-service (web): two-factor enrolment, the user's own aliases, the user's OpenPGP keys. */
   twoFactor: TwoFactorService;
+  /** Passkeys: registration, second factor, sign-in with a passkey alone. */
+  passkeys: PasskeyService;
   userAliases: UserAliasService;
   openPgpIdentities: OpenPgpIdentityService;
   /** The e-mail outbox: `services.mail.welcome(trx, ...)` inside the change's transaction. */
@@ -158,6 +161,7 @@ export function createServices(
     openPgpKeys,
     webhooks: new WebhookService(db),
     twoFactor: new TwoFactorService(users, settings),
+    passkeys: new PasskeyService(db, settings, signInGuard, securityEvents),
     userAliases,
     openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
     mail,

@@ -29,6 +29,10 @@ const guardedPages: Record<string, string> = {
   "POST /account/twofactor/disable": "password",
   "POST /account/openpgp/delete/:email": "password",
   "POST /admin/domains/:name/delete": "password",
+  "POST /account/passkeys/options": "password",
+  // A passkey's answer (accounts/passkeys.ts), counted as a second factor.
+  "POST /2fa/passkey": "second factor",
+  "POST /login/passkey": "second factor",
 };
 
 /** API operations whose body carries a password the guard checks. */
@@ -122,6 +126,7 @@ describe("every door that checks a secret passes the sign-in guard", () => {
       "account/delete.eta",
       "account/twofactor.eta",
       "account/openpgp-delete.eta",
+      "account/passkeys.eta",
       "admin/confirm.eta",
     ]);
     const unplaced = secretForms.filter((file) => !setsOnly.has(file) && !guardedTemplates.has(file));

@@ -63,6 +63,7 @@ const wipedCredentials = {
   totp_confirmed: 0,
   totp_backup_codes: "[]",
   totp_last_step: null,
+  passkey_sign_in: 0,
 } as const;
 
 export interface NewCredentials {
@@ -228,6 +229,7 @@ export class LifecycleService {
       .where("deleted", "=", 0)
       .execute();
     await this.#appPasswords.revokeAll(trx, user, origin, "deleted");
+    await trx.deleteFrom("passkeys").where("user_id", "=", user.id).execute();
     await endWebSessions(trx, this.#securityEvents, { user, origin, because: "account_deleted" });
     await this.#events.record(trx, "user.deleted", user);
     await this.#securityEvents.record(trx, user, origin, { type: "account.deleted" });
@@ -260,9 +262,11 @@ export class LifecycleService {
         .where(isActiveUser)
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) throw userNotFound();
+      // Passkeys are second factors too: a reset leaves none.
+      const passkeys = await trx.deleteFrom("passkeys").where("user_id", "=", user.id).executeTakeFirst();
       const events = this.#securityEvents;
       await events.record(trx, user, origin, { type: "password.changed", detail: { how: "reset" } });
-      if (before && flag(before.totp_confirmed))
+      if ((before && flag(before.totp_confirmed)) || Number(passkeys.numDeletedRows) > 0)
         await events.record(trx, user, origin, { type: "two_factor.disabled", detail: { how: "reset" } });
       if (recoveryInProgress(before?.recovery_start_time ?? null))
         await events.record(trx, user, origin, { type: "recovery.stopped", detail: { how: "reset" } });

@@ -199,11 +199,14 @@ export class RecoveryService {
         .where(isActiveUser)
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) return false;
+      // Like TOTP, the passkeys go: recovery is for someone who lost their way in.
+      const passkeys = await trx.deleteFrom("passkeys").where("user_id", "=", verified.id).executeTakeFirst();
+      await trx.updateTable("users").set({ passkey_sign_in: 0 }).where("id", "=", verified.id).execute();
       const origin = originOf(request);
       const events = this.#securityEvents;
       await events.record(trx, verified, origin, { type: "recovery.completed" });
       await events.record(trx, verified, origin, { type: "password.changed", detail: { how: "recovery" } });
-      if (verified.twoFactor)
+      if (verified.twoFactor || Number(passkeys.numDeletedRows) > 0)
         await events.record(trx, verified, origin, {
           type: "two_factor.disabled",
           detail: { how: "recovery" },

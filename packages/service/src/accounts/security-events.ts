@@ -31,6 +31,9 @@ export const securityEventTypes = [
   "app_password.created",
   "app_password.removed",
   "app_passwords.required_changed",
+  "passkey.added",
+  "passkey.removed",
+  "passkey.cloned",
   "account.deleted",
   "account.restored",
 ] as const;
@@ -59,6 +62,7 @@ export function resultOf(type: SecurityEventType): SecurityEventResult {
       return "succeeded";
     case "sign_in.failed":
     case "second_factor.failed":
+    case "passkey.cloned":
       return "failed";
     case "sign_in.throttled":
     case "guessing.ceiling_reached":
@@ -68,12 +72,16 @@ export function resultOf(type: SecurityEventType): SecurityEventResult {
   }
 }
 
-export type SecondFactorKind = "totp" | "backup_code";
-/** Why a sign-in failed; the typed address itself is the row's `email` (only when it is an address). */
+export type SecondFactorKind = "totp" | "backup_code" | "passkey";
+/**
+ * Why a sign-in failed; the typed address itself is the row's `email` (only when it is an address).
+ * `passkey_sign_in_off`: a valid passkey of a user who has not turned on signing in with it alone.
+ */
 export type SignInFailure =
   | "wrong_password"
   | "unknown_account"
   | "account_disabled"
+  | "passkey_sign_in_off"
   /** The account password at IMAP or SMTP while "mail apps must use app passwords" is on. */
   | "app_password_required"
   /** An app password outside its scope (an SMTP-only one at IMAP). */
@@ -115,6 +123,11 @@ export type SecurityEvent =
   | { type: "app_password.removed"; detail: { id: number; how: "revoked" | "reset" } }
   /** "Mail apps must use app passwords" set by its owner or an admin; `domain_default` follows the domain. */
   | { type: "app_passwords.required_changed"; detail: { setting: "on" | "off" | "domain_default" } }
+  /** Passkeys: the passkey's id, never its name or credential. */
+  | { type: "passkey.added"; detail: { id: number } }
+  | { type: "passkey.removed"; detail: { id: number } }
+  /** A passkey's signature counter went back: a copy of the credential signed; refused. */
+  | { type: "passkey.cloned"; detail: { id: number } }
   | { type: "account.deleted" }
   | { type: "account.restored" };
 

@@ -573,7 +573,13 @@ export class UserService {
       .where("id", "=", user.id)
       .where((eb) => eb.or([eb("totp_confirmed", "=", 1), eb("totp_secret", "is not", null)]))
       .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) > 0)
+    // With a passkey left, two-factor authentication stays on (accounts/passkeys.ts twoFactorIsOn).
+    const passkey = await trx
+      .selectFrom("passkeys")
+      .select("id")
+      .where("user_id", "=", user.id)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) > 0 && !passkey)
       await this.#securityEvents.record(trx, user, origin, {
         type: "two_factor.disabled",
         detail: { how: "switched_off" },

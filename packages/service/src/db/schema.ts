@@ -282,6 +282,18 @@ export interface PasskeyTable {
   last_used_at: UnixTime | null;
 }
 
+export type PasskeyChallengePurpose = "register" | "second_factor" | "sign_in";
+
+export interface PasskeyChallengeTable {
+  id: Generated<number>;
+  /** base64url, as the browser signs it. */
+  challenge: string;
+  purpose: PasskeyChallengePurpose;
+  /** The user it was made for; null for a sign-in with a passkey alone. */
+  user_id: number | null;
+  expires_at: UnixTime;
+}
+
 export interface Database {
   domains: DomainTable;
   users: UserTable;
@@ -303,6 +315,7 @@ export interface Database {
   security_events: SecurityEventTable;
   app_passwords: AppPasswordTable;
   passkeys: PasskeyTable;
+  passkey_challenges: PasskeyChallengeTable;
 }
 
 export const flag = (value: boolean | number): boolean => value === true || value === 1;

@@ -8,6 +8,7 @@ import type { Message } from "./areas/define.ts";
 import { init } from "./areas/init.ts";
 import { mail } from "./areas/mail.ts";
 import { openpgp } from "./areas/openpgp.ts";
+import { passkeys } from "./areas/passkeys.ts";
 import { recovery } from "./areas/recovery.ts";
 import { refusals } from "./areas/refusals.ts";
 import { registration } from "./areas/registration.ts";
@@ -30,6 +31,7 @@ const areas = [
   signIn,
   account,
   twoFactorSetup,
+  passkeys,
   aliases,
   openpgp,
   mail,

@@ -105,13 +105,23 @@ type AnyDumpTable = { [T in keyof Database]: DumpTable<T> }[keyof Database];
  * so a new table cannot be forgotten.
  */
 export const dumpTables: readonly AnyDumpTable[] = [
-  { name: "domains", key: ["id"], serial: true, flags: ["invitation_enabled"] },
+  { name: "domains", key: ["id"], serial: true, flags: ["invitation_enabled", "app_passwords_required"] },
   {
     name: "users",
     key: ["id"],
     serial: true,
-    flags: ["password_change_required", "mail_crypt", "totp_confirmed", "deleted"],
+    flags: [
+      "password_change_required",
+      "mail_crypt",
+      "totp_confirmed",
+      "deleted",
+      "passkey_sign_in",
+      "password_app_form",
+      "app_passwords_required",
+    ],
   },
+  { name: "passkeys", key: ["id"], serial: true, flags: [] },
+  { name: "app_passwords", key: ["id"], serial: true, flags: [] },
   { name: "aliases", key: ["id"], serial: true, flags: ["random", "deleted"] },
   { name: "invite_codes", key: ["id"], serial: true, flags: [] },
   { name: "reserved_names", key: ["id"], serial: true, flags: [], seeded: true },
@@ -144,6 +154,7 @@ export const excludedTables: Readonly<Record<string, string>> = {
   sign_in_failures: "short-lived throttling state",
   trusted_clients: "the sign-in guard's clients that signed in before: relearnt at the next sign-ins",
   job_runs: "when the scheduled jobs last ran on this installation",
+  passkey_challenges: "single-use WebAuthn challenges that expire within minutes",
   schema_migrations: "migration bookkeeping: the header names the schema version",
   schema_migrations_lock: "migration bookkeeping",
 };
@@ -184,7 +195,9 @@ function dumpRow(table: AnyDumpTable, row: Row): Row {
   const out: Row = {};
   for (const column of Object.keys(row).sort()) {
     const value = row[column];
-    if (flags.includes(column)) out[column] = value === true || value === 1 || value === "1";
+    // A flag that may be unset (null: "follow the domain") stays null.
+    if (flags.includes(column))
+      out[column] = value === null ? null : value === true || value === 1 || value === "1";
     else if (unclaim.includes(column)) out[column] = null;
     else if (typeof value === "bigint") out[column] = Number(value);
     else out[column] = value;
@@ -333,7 +346,7 @@ export async function importDump(handle: DatabaseHandle, input: Readable): Promi
       const row: Row = {};
       const flags: readonly string[] = table.flags;
       for (const [column, value] of Object.entries(item.row as Row))
-        row[column] = flags.includes(column) ? (value === true ? 1 : 0) : value;
+        row[column] = flags.includes(column) ? (value === null ? null : value === true ? 1 : 0) : value;
       const known = columns.get(name) ?? new Set<string>();
       if (!isRowOf(table.name, row, known)) {
         const column = Object.keys(row).find((c) => !known.has(c)) ?? "";

@@ -16,6 +16,7 @@ import { adminPages } from "./pages/admin/index.ts";
 import { aliasPages } from "./pages/aliases.ts";
 import { initPages } from "./pages/init.ts";
 import { openPgpPages } from "./pages/openpgp.ts";
+import { passkeyPages } from "./pages/passkeys.ts";
 import { recoveryPages } from "./pages/recovery.ts";
 import { registrationPages } from "./pages/registration.ts";
 import { signInPages } from "./pages/sign-in.ts";
@@ -121,6 +122,7 @@ export async function webInterface(app: FastifyInstance, services: Services) {
   await signInPages(app, web);
   await accountPages(app, web);
   await twoFactorPages(app, web);
+  await passkeyPages(app, web);
   await aliasPages(app, web);
   await openPgpPages(app, web);
   await registrationPages(app, web);

@@ -24,6 +24,9 @@ const typeKeys: Record<SecurityEventType, MessageKey> = {
   "app_password.created": "activity.type.app_password.created",
   "app_password.removed": "activity.type.app_password.removed",
   "app_passwords.required_changed": "activity.type.app_passwords.required_changed",
+  "passkey.added": "activity.type.passkey.added",
+  "passkey.removed": "activity.type.passkey.removed",
+  "passkey.cloned": "activity.type.passkey.cloned",
   "account.deleted": "activity.type.account.deleted",
   "account.restored": "activity.type.account.restored",
 };

@@ -12,7 +12,8 @@ export function browserUnavailable(): string | null {
     : `${chromiumPath} is missing: install Debian's chromium (apt-get install chromium; .ci/run does)`;
 }
 
-export async function launchBrowser(): Promise<Browser> {
+/** `extraArgs`: more Chromium switches (the passkeys test maps a host name to 127.0.0.1). */
+export async function launchBrowser(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: chromiumPath,
     headless: true,
@@ -26,6 +27,7 @@ export async function launchBrowser(): Promise<Browser> {
       "--disable-component-update",
       "--disable-sync",
       "--disable-dev-shm-usage",
+      ...extraArgs,
     ],
   });
 }
@@ -90,7 +92,7 @@ export async function newContextPage(
 export async function submitSignIn(page: Page, email: string, password: string): Promise<void> {
   await fillByLabel(page, "E-mail address", email);
   await fillByLabel(page, "Password", password);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
 }
 
 /**

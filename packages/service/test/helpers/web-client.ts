@@ -88,6 +88,33 @@ export class WebClient {
     };
   }
 
+  /** JSON as the pages' script sends it (static/passkeys.js): the CSRF token of the last page in a header. */
+  async postJson(path: string, json: unknown, { csrf = this.#csrf }: { csrf?: string } = {}) {
+    const headers: Record<string, string> = { "content-type": "application/json", "csrf-token": csrf };
+    if (this.#cookies.size > 0)
+      headers.cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join("; ");
+    const response = await fetch(`${this.#url}${path}`, {
+      method: "POST",
+      headers,
+      redirect: "manual",
+      body: JSON.stringify(json),
+    });
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = ""] = line.split(";");
+      const [name = "", value = ""] = pair.split("=");
+      if (value === "") this.#cookies.delete(name);
+      else this.#cookies.set(name, value);
+    }
+    const text = await response.text();
+    let body: any;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    return { status: response.status, location: response.headers.get("location"), text, body };
+  }
+
   /** The CSRF token of the last page seen. */
   get csrf(): string {
     return this.#csrf;

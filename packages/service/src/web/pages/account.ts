@@ -29,6 +29,7 @@ export async function accountPages(app: FastifyInstance, services: WebServices) 
       webmailUrl: await settings.get("webmail_url"),
       sessionCount: await sessions.count(session.user.id),
       showVouchers: await services.inviteCodes.mayHaveCodes(session.user),
+      twoFactorOn: await services.passkeys.twoFactorIsOn(session.user),
     });
   });
 

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { SecondFactorKind } from "../../accounts/security-events.ts";
 import { type SecondFactorResult, signInThrottled } from "../../accounts/sign-in.ts";
 import type { User } from "../../accounts/users.ts";
 import { type FieldErrors, seeOther, sessionCookie, type WebServices } from "../context.ts";
@@ -26,6 +27,18 @@ export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, i
 export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply) {
   const secure = request.protocol === "https";
   reply.clearCookie(sessionCookie(secure), { path: "/", httpOnly: true, sameSite: "lax", secure });
+}
+
+/** The whole sign-in succeeded: it counts as activity, and this browser is a device the guard knows. */
+export async function completeSignIn(
+  services: WebServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: User,
+  secondFactor?: SecondFactorKind,
+) {
+  await services.signIn.recordCompletedSignIn(user, webOrigin(request, reply), secondFactor);
+  await services.signInGuard.trustDevice(user.email, newDevice(request, reply));
 }
 
 /** `/`, `/login`, `/2fa`, `/logout`. */
@@ -59,16 +72,14 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
     );
   };
 
-  /** The whole sign-in succeeded: it counts as activity, and this browser is a device the guard knows. */
-  const signedIn = async (request: FastifyRequest, reply: FastifyReply, user: User) => {
-    await signIn.recordCompletedSignIn(user, webOrigin(request, reply));
-    await services.signInGuard.trustDevice(user.email, newDevice(request, reply));
-  };
+  const signedIn = (request: FastifyRequest, reply: FastifyReply, user: User) =>
+    completeSignIn(services, request, reply, user);
 
   /** The user is in: a new session id (never the pre-sign-in one), then the second step or the account. */
   const startSession = async (request: FastifyRequest, reply: FastifyReply, user: User) => {
     if (request.web.session) await sessions.end(request.web.session.idHash);
-    const twoFactor = user.totpConfirmed && user.totpSecret !== null;
+    // The one place the web decides that a sign-in needs its second step (TOTP or a passkey).
+    const twoFactor = await services.passkeys.twoFactorIsOn(user);
     const { id } = await sessions.create(user, twoFactor ? "second_factor" : "signed_in", {
       clientAddress: request.ip,
       userAgent: request.headers["user-agent"],
@@ -123,9 +134,30 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
     }
   });
 
+  /** The second step: the code form while TOTP is on, the passkey button while the user has one. */
+  const secondStep = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    data: Record<string, unknown> = {},
+    status = 200,
+  ) => {
+    const user = request.web.session!.user;
+    return render(
+      request,
+      reply,
+      "two-factor",
+      {
+        totp: user.totpConfirmed && user.totpSecret !== null,
+        passkey: (await services.passkeys.list(user)).length > 0,
+        ...data,
+      },
+      status,
+    );
+  };
+
   app.get("/2fa", async (request, reply) => {
     if (request.web.session?.stage !== "second_factor") return seeOther(reply, "/login");
-    return render(request, reply, "two-factor");
+    return secondStep(request, reply);
   });
 
   app.post<{ Body: CodeBody }>("/2fa", { preHandler: app.csrfProtection }, async (request, reply) => {
@@ -137,11 +169,11 @@ export async function signInPages(app: FastifyInstance, services: WebServices) {
       result = await signIn.validateSecondFactor(session.user, code, webOrigin(request, reply));
     } catch (error) {
       const refused = refusalOnField(reply, error, [[signInThrottled, "code"]]);
-      if (refused) return render(request, reply, "two-factor", { errors: refused.errors }, refused.status);
+      if (refused) return secondStep(request, reply, { errors: refused.errors }, refused.status);
       throw error;
     }
     if (result !== "ok" && result !== "password_change_required")
-      return render(request, reply, "two-factor", { errors: { code: { key: "twoFactor.invalid" } } }, 401);
+      return secondStep(request, reply, { errors: { code: { key: "twoFactor.invalid" } } }, 401);
     const { id } = await sessions.renew(session, "signed_in");
     setSessionCookie(request, reply, id);
     await signedIn(request, reply, session.user);

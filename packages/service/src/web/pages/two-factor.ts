@@ -21,12 +21,21 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
   const posted = { preHandler: [app.csrfProtection, signedIn] };
   const session = (request: FastifyRequest) => request.web.session!;
 
-  const overview = (request: FastifyRequest, reply: FastifyReply, errors: FieldErrors = {}, status = 200) =>
+  const overview = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    errors: FieldErrors = {},
+    status = 200,
+  ) =>
     render(
       request,
       reply,
       "account/twofactor",
-      { errors, enabled: session(request).user.totpConfirmed && session(request).user.totpSecret !== null },
+      {
+        errors,
+        enabled: session(request).user.totpConfirmed && session(request).user.totpSecret !== null,
+        passkeys: (await services.passkeys.list(session(request).user)).length,
+      },
       status,
     );
 
