@@ -10,6 +10,7 @@ import {
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
 import { openSecretBox, SecretBoxError } from "../credentials/mailcrypt.ts";
 import { insertReturningId } from "../db/insert.ts";
+import { type Keyed, type KeyedRead, type KeyReader, keyedRead, kyselyKeyReader } from "../db/key-reads.ts";
 import { type AppPasswordScope, type Database, flag, toFlag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { mailCryptKeyUnopenable } from "./lifecycle.ts";
@@ -120,6 +121,21 @@ function validScope(raw: unknown): AppPasswordScope {
   return raw as AppPasswordScope;
 }
 
+const appPasswordByHash = keyedRead((db, keys) =>
+  db
+    .selectFrom("app_passwords")
+    .select(["lookup_hash as lookup_key", "id", "user_id", "scope", "secret_box", "last_used_at"])
+    .where(keys("lookup_hash")),
+);
+type AppPasswordByHash = {
+  lookup_key: string;
+  id: number;
+  user_id: number;
+  scope: string;
+  secret_box: string | null;
+  last_used_at: number | null;
+};
+
 interface AppPasswordRow {
   id: number;
   name: string;
@@ -150,12 +166,22 @@ export class AppPasswordService {
   readonly #events: SecurityEventLog;
   /** When this instance last wrote "last used" per app password (seconds). */
   readonly #lastUsedWritten = new Map<number, number>();
+  readonly #byLookupHash: KeyReader<AppPasswordByHash>;
 
-  constructor(db: Kysely<Database>, pool: CryptoPool, secret: InstallationSecret, events: SecurityEventLog) {
+  constructor(
+    db: Kysely<Database>,
+    pool: CryptoPool,
+    secret: InstallationSecret,
+    events: SecurityEventLog,
+    keyReader: <Row extends Keyed>(read: KeyedRead<Row>) => KeyReader<Row> = (read) =>
+      kyselyKeyReader(db, read),
+  ) {
     this.#db = db;
     this.#pool = pool;
     this.#secret = secret;
     this.#events = events;
+    // On the mail server's hot path: the database's keyed reads (one prepared statement on SQLite).
+    this.#byLookupHash = keyReader(appPasswordByHash);
   }
 
   /**
@@ -346,11 +372,7 @@ export class AppPasswordService {
   ): Promise<AppPasswordMatch> {
     const normalized = normalizeAppPassword(secret);
     if (normalized === null || !appPasswordDoors.includes(door)) return { kind: "not_app_password" };
-    const row = await this.#db
-      .selectFrom("app_passwords")
-      .select(["id", "user_id", "scope", "secret_box", "last_used_at"])
-      .where("lookup_hash", "=", appPasswordLookupHash(normalized, this.#secret))
-      .executeTakeFirst();
+    const [row] = await this.#byLookupHash(appPasswordLookupHash(normalized, this.#secret));
     if (!row || userId === null || Number(row.user_id) !== userId) return { kind: "no_match" };
     const id = Number(row.id);
     if (!scopeDoors[row.scope as AppPasswordScope]?.includes(door)) return { kind: "out_of_scope", id };

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
 import { type CryptoLane, cryptoAbandoned, withCryptoContext } from "../credentials/crypto-pool.ts";
+import { type Keyed, type KeyedRead, type KeyReader, keyedRead, kyselyKeyReader } from "../db/key-reads.ts";
 import type { Database } from "../db/schema.ts";
 import { clientGroup } from "./client-address.ts";
 import { nowSeconds } from "./users.ts";
@@ -141,7 +142,19 @@ export interface GuardOptions {
   onCeiling?: (account: string, kind: SecretKind) => Promise<void>;
   /** A failure of `onCeiling` (it never changes the answer). */
   onError?: (error: unknown) => void;
+  /** How `attemptCheap` reads (the database's keyed reads, db/key-reads.ts); through Kysely otherwise. */
+  keyReader?: <Row extends Keyed>(read: KeyedRead<Row>) => KeyReader<Row>;
 }
+
+const countersBySubject = keyedRead((db, keys) =>
+  db.selectFrom("sign_in_failures").select(["subject as lookup_key", "blocked_until"]).where(keys("subject")),
+);
+const trustedByAccount = keyedRead((db, keys) =>
+  db
+    .selectFrom("trusted_clients")
+    .select(["account as lookup_key", "client", "last_success_at"])
+    .where(keys("account")),
+);
 
 /** The guard's attempt for a check of `kind` from `origin` (the console when nothing is said). */
 export const attemptFrom = (kind: SecretKind, account: string | null, origin: CheckOrigin): Attempt => ({
@@ -157,10 +170,69 @@ export class SignInGuard {
   readonly #options: GuardOptions;
   /** The last attempt in line per counter on this instance (see #inLine). */
   readonly #lines = new Map<string, Promise<void>>();
+  readonly #counters: KeyReader<{ lookup_key: string; blocked_until: number }>;
+  readonly #trustedOf: KeyReader<{ lookup_key: string; client: string; last_success_at: number }>;
 
   constructor(db: Kysely<Database>, options: GuardOptions = {}) {
     this.#db = db;
     this.#options = options;
+    const reader = options.keyReader ?? ((read) => kyselyKeyReader(db, read));
+    this.#counters = reader(countersBySubject);
+    this.#trustedOf = reader(trustedByAccount);
+  }
+
+  /**
+   * The guard for a check that is cheap and that guessing cannot win (an app password: 81 random
+   * bits), on the mail server's hot path: checked first, then only a failure is counted, on the same
+   * counters with the same delays and ceiling as `attempt`. A client already held back is refused
+   * unchecked. A right secret of a trusted client writes nothing (its trust is renewed at most once
+   * an hour). Parallel guesses are not held in line: they may all get verdicts before the first
+   * failure is counted, which against 2^81 values gains nothing. `check` returns null to hand the
+   * attempt to `attempt` (a check that turns out to need the slow work); nothing is counted then.
+   */
+  async attemptCheap<T>(
+    attempt: Attempt,
+    check: () => Promise<Verdict<T> | null>,
+  ): Promise<Guarded<T> | null> {
+    if (attempt.signal?.aborted) throw cryptoAbandoned();
+    if (attempt.door === "console" || attempt.client.device) return null;
+    const now = nowSeconds();
+    const kind = attempt.kind;
+    const account = attempt.account === null ? null : normalAccount(attempt.account);
+    const group = attempt.client.address ? clientGroup(attempt.client.address, "subscriber") : null;
+    const client = group === null ? `door:${attempt.door}:${account ?? ""}` : `ip:${group}`;
+    let trustedAt: number | null = null;
+    if (account !== null && trustsAddress[attempt.door]) {
+      const key = trustKey(kind, client);
+      const row = (await this.#trustedOf(account)).find((r) => r.client === key);
+      if (row && Number(row.last_success_at) > now - trustSeconds) trustedAt = Number(row.last_success_at);
+    }
+    const trusted = trustedAt !== null;
+    const clientSubject = trusted ? `t:${kind}:${client}|${account}` : `c:${kind}:${client}`;
+    const accountSubject = account !== null && !trusted ? `a:${kind}:${account}` : null;
+    for (const subject of accountSubject ? [clientSubject, accountSubject] : [clientSubject]) {
+      const [row] = await this.#counters(subject);
+      const blockedUntil = row ? Number(row.blocked_until) : 0;
+      if (blockedUntil > now) return { outcome: "throttled", retryAfter: blockedUntil - now };
+    }
+    const verdict = await withCryptoContext({ lane: laneOf[attempt.door], signal: attempt.signal }, check);
+    if (verdict === null) return null;
+    if (verdict.right) {
+      if (
+        account !== null &&
+        trustsAddress[attempt.door] &&
+        verdict.trust !== false &&
+        (trustedAt === null || trustedAt <= now - 3600)
+      )
+        await this.#trust(account, trustKey(kind, client), now);
+      return { outcome: "right", value: verdict.value, trusted };
+    }
+    await this.#reserve(clientSubject, clientPolicy, now, false);
+    if (accountSubject) {
+      await this.#reserve(accountSubject, accountCeiling, now, false);
+      await this.#afterFailure(account as string, kind, now);
+    }
+    return { outcome: "wrong", value: verdict.value };
   }
 
   /**
