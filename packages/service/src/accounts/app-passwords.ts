@@ -16,6 +16,9 @@ import type { SecurityEventDoor, SecurityEventLog, SecurityEventOrigin } from ".
 import type { ConfirmedPassword } from "./sign-in.ts";
 import { nowSeconds, type User } from "./users.ts";
 
+/** More work of the caller in the same transaction (an admin's audit entry), with the app password's id. */
+export type AppPasswordWithin = (trx: Transaction<Database>, id: number) => Promise<void>;
+
 export const appPasswordScopes = ["mail", "smtp"] as const satisfies readonly AppPasswordScope[];
 export type { AppPasswordScope } from "../db/schema.ts";
 
@@ -46,6 +49,11 @@ const maxNameLength = 64;
 /** "Last used" is written at most this often per app password (and instance). */
 const lastUsedInterval = 3600;
 
+export const appPasswordsRequiredInvalid = refusal(
+  "app_password.required_invalid",
+  "invalid",
+  () => "appPasswordsRequired: must be true, false or null",
+);
 export const appPasswordNotFound = refusal(
   "app_password.not_found",
   "not_found",
@@ -173,11 +181,12 @@ export class AppPasswordService {
     user: User,
     input: AppPasswordInput,
     origin: SecurityEventOrigin,
+    within?: AppPasswordWithin,
   ): Promise<CreatedAppPassword> {
     const name = validName(input.name);
     const scope = validScope(input.scope);
     if (scope === "mail" && user.mailCryptSecretBox !== null) throw appPasswordNeedsOwner();
-    return this.#create(user, name, scope, null, origin);
+    return this.#create(user, name, scope, null, origin, within);
   }
 
   async #create(
@@ -186,6 +195,7 @@ export class AppPasswordService {
     scope: AppPasswordScope,
     privateKey: string | null,
     origin: SecurityEventOrigin,
+    within?: AppPasswordWithin,
   ): Promise<CreatedAppPassword> {
     const password = generateAppPassword();
     const normalized = normalizeAppPassword(password) as string;
@@ -222,6 +232,7 @@ export class AppPasswordService {
         type: "app_password.created",
         detail: { id: newId, scope },
       });
+      await within?.(trx, newId);
       return newId;
     });
     return { id, name, scope, createdAt, lastUsedAt: null, lastUsedAddress: null, password };
@@ -239,7 +250,12 @@ export class AppPasswordService {
   }
 
   /** Ends one of the user's app passwords at once: the next sign-in with it, on any instance, fails. */
-  async revoke(user: User, id: number, origin: SecurityEventOrigin): Promise<void> {
+  async revoke(
+    user: User,
+    id: number,
+    origin: SecurityEventOrigin,
+    within?: AppPasswordWithin,
+  ): Promise<void> {
     if (!Number.isSafeInteger(id) || id <= 0) throw appPasswordNotFound();
     await this.#db.transaction().execute(async (trx) => {
       const deleted = await trx
@@ -252,6 +268,7 @@ export class AppPasswordService {
         type: "app_password.removed",
         detail: { id, how: "revoked" },
       });
+      await within?.(trx, id);
     });
   }
 
@@ -291,10 +308,18 @@ export class AppPasswordService {
     return domain ? flag(domain.app_passwords_required) : false;
   }
 
-  /** Sets the user's own choice; null follows the domain's default. */
-  async setRequired(user: User, required: boolean | null, origin: SecurityEventOrigin): Promise<void> {
-    if (required !== null && typeof required !== "boolean") throw new TypeError("required: boolean or null");
-    await this.#db.transaction().execute(async (trx) => {
+  /**
+   * Sets the user's own choice; null follows the domain's default. In the caller's transaction when
+   * given (an admin's change of the user, audited with it).
+   */
+  async setRequired(
+    user: User,
+    required: unknown,
+    origin: SecurityEventOrigin,
+    trx?: Transaction<Database>,
+  ): Promise<void> {
+    if (required !== null && typeof required !== "boolean") throw appPasswordsRequiredInvalid();
+    const change = async (trx: Transaction<Database>) => {
       const updated = await trx
         .updateTable("users")
         .set({
@@ -309,7 +334,9 @@ export class AppPasswordService {
         type: "app_passwords.required_changed",
         detail: { setting: required === null ? "domain_default" : required ? "on" : "off" },
       });
-    });
+    };
+    if (trx) await change(trx);
+    else await this.#db.transaction().execute(change);
   }
 
   /**
