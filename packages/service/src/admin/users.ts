@@ -1,8 +1,8 @@
 import { type Kysely, sql } from "kysely";
 import { parseAddress } from "../accounts/addresses.ts";
 import type { Actor, AddressHolder } from "../accounts/admin-scope.ts";
-import { type AppPasswordService, appPasswordsRequiredInvalid } from "../accounts/app-passwords.ts";
 import { assertMay, assertRoleChange, domainScope } from "../accounts/admin-scope.ts";
+import { type AppPasswordService, appPasswordsRequiredInvalid } from "../accounts/app-passwords.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService, NewCredentials } from "../accounts/lifecycle.ts";
 import { containsText } from "../accounts/paging.ts";
