@@ -102,7 +102,8 @@ const scopeDoors: Record<AppPasswordScope, readonly SecurityEventDoor[]> = {
 /** The doors that take app passwords at all; the web, webmail, identity and every re-confirmation never do. */
 export const appPasswordDoors: readonly SecurityEventDoor[] = ["passdb", "mta_auth"];
 
-function validName(raw: unknown): string {
+/** The device name as stored (trimmed), or `app_password.name_invalid`: the pages check it before the password. */
+export function validName(raw: unknown): string {
   if (typeof raw !== "string") throw appPasswordNameInvalid();
   const name = raw.trim();
   // Control characters (a NUL among them) never belong in a name shown on pages and in lists.
@@ -111,7 +112,8 @@ function validName(raw: unknown): string {
   return name;
 }
 
-function validScope(raw: unknown): AppPasswordScope {
+/** The scope, or `app_password.scope_invalid`. */
+export function validScope(raw: unknown): AppPasswordScope {
   if (typeof raw !== "string" || !(appPasswordScopes as readonly string[]).includes(raw))
     throw appPasswordScopeInvalid();
   return raw as AppPasswordScope;
