@@ -28,6 +28,7 @@ const guardedPages: Record<string, string> = {
   "POST /account/twofactor/enable": "password",
   "POST /account/twofactor/disable": "password",
   "POST /account/openpgp/delete/:email": "password",
+  "POST /account/app-passwords": "password",
   "POST /admin/domains/:name/delete": "password",
 };
 
@@ -47,6 +48,7 @@ const allowedVerifierCalls: Record<string, string> = {
   "accounts/recovery.ts": "the recovery token, inside SignInGuard.attempt",
   "accounts/two-factor.ts": "enrolment: the signed-in user proves the new secret works (nothing to guess)",
   "accounts/lifecycle.ts": "re-seals the key with a password already confirmed (ConfirmedPassword)",
+  "accounts/app-passwords.ts": "opens the key with a password already confirmed (ConfirmedPassword)",
   "import/userli.ts": "the importer maps userli's backup codes (no caller, no guessing)",
 };
 
@@ -101,6 +103,7 @@ describe("every door that checks a secret passes the sign-in guard", () => {
     // Pages whose secret fields only set a new secret or show one.
     const setsOnly = new Set([
       "account/twofactor-confirm.eta",
+      "account/app-password-show.eta",
       "admin/invite-codes.eta",
       "admin/users/form.eta",
       "admin/users/password.eta",
@@ -119,6 +122,7 @@ describe("every door that checks a secret passes the sign-in guard", () => {
       "account/delete.eta",
       "account/twofactor.eta",
       "account/openpgp-delete.eta",
+      "account/app-passwords.eta",
       "admin/confirm.eta",
     ]);
     const unplaced = secretForms.filter((file) => !setsOnly.has(file) && !guardedTemplates.has(file));
