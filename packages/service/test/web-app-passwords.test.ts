@@ -357,6 +357,18 @@ describe("app passwords: the account page, the admin API and the admin pages", (
     );
     assert.deepEqual(audit[0]?.detail, { id: made.body.id, scope: "smtp" });
     assert.ok(!JSON.stringify(audit).includes(made.body.password.slice(0, 9)), "never the value");
+    // The owner's security events name the admin's change, by its actor.
+    const events = await service.services.database.db
+      .selectFrom("security_events")
+      .select(["type", "actor", "door"])
+      .where("email", "=", "alice@example.org")
+      .where("type", "like", "app_password%")
+      .orderBy("id")
+      .execute();
+    assert.deepEqual(events.slice(-2), [
+      { type: "app_password.created", actor: "api-token:test token", door: "admin_api" },
+      { type: "app_password.removed", actor: "api-token:test token", door: "admin_api" },
+    ]);
   });
 
   test("admin API: appPasswordsRequired on the user (true, false, null; bad values refused) and the domain", async () => {
@@ -475,6 +487,21 @@ describe("app passwords: the account page, the admin API and the admin pages", (
     const audit = await auditActions("bob@example.org");
     assert.ok(audit.some((a) => a.action === "user.app-password.revoke" && a.detail.id === bobs.id));
     assert.equal(audit.filter((a) => a.action === "user.update").length, 3);
+    const changed = await service.services.database.db
+      .selectFrom("security_events")
+      .select(["detail", "actor"])
+      .where("email", "=", "bob@example.org")
+      .where("type", "=", "app_passwords.required_changed")
+      .orderBy("id")
+      .execute();
+    assert.deepEqual(
+      changed.map((e) => [JSON.parse(e.detail ?? "{}").setting, e.actor]),
+      [
+        ["on", "da@example.org"],
+        ["off", "da@example.org"],
+        ["domain_default", "da@example.org"],
+      ],
+    );
     // Its own domain's default, on the domain page.
     const domainPage = await da.get("/admin/domains/example.org");
     assert.equal(domainPage.status, 200);
