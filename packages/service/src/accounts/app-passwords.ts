@@ -285,15 +285,19 @@ export class AppPasswordService {
     origin: SecurityEventOrigin,
     why: "reset" | "deleted",
   ): Promise<void> {
+    // A deletion records nothing per app password: one statement, no read (the deletion's budget).
+    if (why === "deleted") {
+      await trx.deleteFrom("app_passwords").where("user_id", "=", user.id).execute();
+      return;
+    }
     const rows = await trx.selectFrom("app_passwords").select("id").where("user_id", "=", user.id).execute();
     if (rows.length === 0) return;
     await trx.deleteFrom("app_passwords").where("user_id", "=", user.id).execute();
-    if (why === "reset")
-      for (const { id } of rows)
-        await this.#events.record(trx, user, origin, {
-          type: "app_password.removed",
-          detail: { id: Number(id), how: "reset" },
-        });
+    for (const { id } of rows)
+      await this.#events.record(trx, user, origin, {
+        type: "app_password.removed",
+        detail: { id: Number(id), how: "reset" },
+      });
   }
 
   /**
