@@ -77,6 +77,7 @@ async function queryPlans(file: string, search: string) {
     undefined as never,
     undefined as never,
     undefined as never,
+    undefined as never,
   );
   await users.list(consoleActor, { search, status: "active" }, {});
   const plans = statements

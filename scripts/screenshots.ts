@@ -90,6 +90,19 @@ try {
     ["openpgp", "/account/openpgp"],
   ] as const)
     await shoot(user.page, name, path);
+  // Two app passwords, made on the page as a person makes them, then the list.
+  for (const [device, scope] of [
+    ["Phone", "Mail: IMAP and SMTP"],
+    ["Printer", "Sending only (SMTP), for a printer or a script"],
+  ] as const) {
+    await user.page.goto(`${service.url}/account/app-passwords`);
+    await user.page.getByLabel("Device name", { exact: true }).fill(device);
+    await user.page.getByLabel(scope, { exact: true }).check();
+    await user.page.getByLabel("Your current password", { exact: true }).fill(password);
+    await user.page.getByRole("button", { name: "Create app password" }).click();
+    await user.page.locator("#app-password").waitFor();
+  }
+  await shoot(user.page, "app-passwords", "/account/app-passwords");
   await user.context.close();
 
   const admin = await signedIn("admin@example.org");

@@ -64,6 +64,7 @@ describe("admin API", () => {
       assert.equal(res.status, 201);
       assert.match(res.body.recoveryToken, /^[0-9a-f-]{36}$/);
       assert.deepEqual(Object.keys(res.body).sort(), [
+        "appPasswordsRequired",
         "createdAt",
         "deleted",
         "domain",
@@ -646,7 +647,11 @@ describe("admin API", () => {
       await same("/aliases", await s.aliases.list(page, {}));
       await same("/domains", await s.domains.list(page));
       const domain = await s.domains.get("example.org");
-      await same("/domains/example.org", { ...domain, ...(await s.domains.contents(domain.id)) });
+      await same("/domains/example.org", {
+        ...domain,
+        appPasswordsRequired: await s.domains.appPasswordsRequired(domain.id),
+        ...(await s.domains.contents(domain.id)),
+      });
       await same("/settings", await s.settings.all());
       await same("/api-tokens", { items: await s.tokens.list() });
       const endpoints = await s.webhooks.list();

@@ -660,6 +660,93 @@ async function exercise(c: Contract, service: TestService): Promise<void> {
   await A(200, "PUT", "/api/admin/users/{email}/totp", { email: "otpoff@example.org" }, { json: {} });
   await A(204, "DELETE", "/api/admin/users/{email}/totp", { email: "otpoff@example.org" });
   await A(404, "DELETE", "/api/admin/users/{email}/totp", { email: "nobody@example.org" });
+  // ---- admin: a user's app passwords and "mail apps must use app passwords"
+  const appPassword = await A(
+    201,
+    "POST",
+    "/api/admin/users/{email}/app-passwords",
+    { email: "bob@example.org" },
+    { json: { name: "Printer", scope: "smtp" } },
+  );
+  await A(
+    409,
+    "POST",
+    "/api/admin/users/{email}/app-passwords",
+    { email: "alice@example.org" },
+    { json: { name: "Phone", scope: "mail" } },
+  );
+  await A(
+    422,
+    "POST",
+    "/api/admin/users/{email}/app-passwords",
+    { email: "bob@example.org" },
+    { json: { name: "", scope: "smtp" } },
+  );
+  await A(
+    404,
+    "POST",
+    "/api/admin/users/{email}/app-passwords",
+    { email: "nobody@example.org" },
+    { json: { name: "Phone", scope: "smtp" } },
+  );
+  await A(200, "GET", "/api/admin/users/{email}/app-passwords", { email: "bob@example.org" });
+  await A(404, "GET", "/api/admin/users/{email}/app-passwords", { email: "nobody@example.org" });
+  const appPasswordId = String(JSON.parse(appPassword.text).id);
+  await A(204, "DELETE", "/api/admin/users/{email}/app-passwords/{id}", {
+    email: "bob@example.org",
+    id: appPasswordId,
+  });
+  await A(404, "DELETE", "/api/admin/users/{email}/app-passwords/{id}", {
+    email: "bob@example.org",
+    id: appPasswordId,
+  });
+  await A(400, "DELETE", "/api/admin/users/{email}/app-passwords/{id}", {
+    email: "bob@example.org",
+    id: "abc",
+  });
+  await A(
+    200,
+    "PATCH",
+    "/api/admin/users/{email}",
+    { email: "bob@example.org" },
+    { json: { appPasswordsRequired: true } },
+  );
+  await A(
+    422,
+    "PATCH",
+    "/api/admin/users/{email}",
+    { email: "bob@example.org" },
+    { json: { appPasswordsRequired: "yes" } },
+  );
+  // Back to the domain's default (off), so bob's password still opens his mailbox further down.
+  await A(
+    200,
+    "PATCH",
+    "/api/admin/users/{email}",
+    { email: "bob@example.org" },
+    { json: { appPasswordsRequired: null } },
+  );
+  await A(
+    200,
+    "PATCH",
+    "/api/admin/domains/{name}",
+    { name: "example.org" },
+    { json: { appPasswordsRequired: false } },
+  );
+  await A(
+    422,
+    "PATCH",
+    "/api/admin/domains/{name}",
+    { name: "example.org" },
+    { json: { appPasswordsRequired: null } },
+  );
+  await A(
+    404,
+    "PATCH",
+    "/api/admin/domains/{name}",
+    { name: "nowhere.example" },
+    { json: { appPasswordsRequired: true } },
+  );
   const csv = { type: "text/csv" };
   await A(
     200,

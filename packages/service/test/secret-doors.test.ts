@@ -28,6 +28,7 @@ const guardedPages: Record<string, string> = {
   "POST /account/twofactor/enable": "password",
   "POST /account/twofactor/disable": "password",
   "POST /account/openpgp/delete/:email": "password",
+  "POST /account/app-passwords": "password",
   "POST /admin/domains/:name/delete": "password",
   "POST /account/passkeys/options": "password",
   // A passkey's answer (accounts/passkeys.ts), counted as a second factor.
@@ -53,7 +54,7 @@ const allowedVerifierCalls: Record<string, string> = {
   "accounts/two-factor.ts": "enrolment: the signed-in user proves the new secret works (nothing to guess)",
   "accounts/lifecycle.ts": "re-seals the key with a password already confirmed (ConfirmedPassword)",
   "accounts/app-passwords.ts":
-    "match() runs inside SignInGuard.attempt (sign-in.ts); a new one is made with a ConfirmedPassword",
+    "match() runs inside the guard (sign-in.ts: attemptCheap, or attempt); a new one opens the key with a ConfirmedPassword",
   "import/userli.ts": "the importer maps userli's backup codes (no caller, no guessing)",
 };
 
@@ -108,6 +109,7 @@ describe("every door that checks a secret passes the sign-in guard", () => {
     // Pages whose secret fields only set a new secret or show one.
     const setsOnly = new Set([
       "account/twofactor-confirm.eta",
+      "account/app-password-show.eta",
       "admin/invite-codes.eta",
       "admin/users/form.eta",
       "admin/users/password.eta",
@@ -127,6 +129,7 @@ describe("every door that checks a secret passes the sign-in guard", () => {
       "account/twofactor.eta",
       "account/openpgp-delete.eta",
       "account/passkeys.eta",
+      "account/app-passwords.eta",
       "admin/confirm.eta",
     ]);
     const unplaced = secretForms.filter((file) => !setsOnly.has(file) && !guardedTemplates.has(file));

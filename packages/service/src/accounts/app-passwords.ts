@@ -18,6 +18,9 @@ import type { SecurityEventDoor, SecurityEventLog, SecurityEventOrigin } from ".
 import type { ConfirmedPassword } from "./sign-in.ts";
 import { nowSeconds, type User } from "./users.ts";
 
+/** More work of the caller in the same transaction (an admin's audit entry), with the app password's id. */
+export type AppPasswordWithin = (trx: Transaction<Database>, id: number) => Promise<void>;
+
 export const appPasswordScopes = ["mail", "smtp"] as const satisfies readonly AppPasswordScope[];
 export type { AppPasswordScope } from "../db/schema.ts";
 
@@ -48,6 +51,11 @@ const maxNameLength = 64;
 /** "Last used" is written at most this often per app password (and instance). */
 const lastUsedInterval = 3600;
 
+export const appPasswordsRequiredInvalid = refusal(
+  "app_password.required_invalid",
+  "invalid",
+  () => "appPasswordsRequired: must be true, false or null",
+);
 export const appPasswordNotFound = refusal(
   "app_password.not_found",
   "not_found",
@@ -106,7 +114,8 @@ export const appPasswordDoors: readonly SecurityEventDoor[] = ["passdb", "mta_au
 export const takesAppPassword = (secret: unknown, door: SecurityEventDoor | undefined): boolean =>
   door !== undefined && appPasswordDoors.includes(door) && normalizeAppPassword(secret) !== null;
 
-function validName(raw: unknown): string {
+/** The device name as stored (trimmed), or `app_password.name_invalid`: the pages check it before the password. */
+export function validName(raw: unknown): string {
   if (typeof raw !== "string") throw appPasswordNameInvalid();
   const name = raw.trim();
   // Control characters (a NUL among them) never belong in a name shown on pages and in lists.
@@ -115,7 +124,8 @@ function validName(raw: unknown): string {
   return name;
 }
 
-function validScope(raw: unknown): AppPasswordScope {
+/** The scope, or `app_password.scope_invalid`. */
+export function validScope(raw: unknown): AppPasswordScope {
   if (typeof raw !== "string" || !(appPasswordScopes as readonly string[]).includes(raw))
     throw appPasswordScopeInvalid();
   return raw as AppPasswordScope;
@@ -215,11 +225,12 @@ export class AppPasswordService {
     user: User,
     input: AppPasswordInput,
     origin: SecurityEventOrigin,
+    within?: AppPasswordWithin,
   ): Promise<CreatedAppPassword> {
     const name = validName(input.name);
     const scope = validScope(input.scope);
     if (scope === "mail" && user.mailCryptSecretBox !== null) throw appPasswordNeedsOwner();
-    return this.#create(user, name, scope, null, origin);
+    return this.#create(user, name, scope, null, origin, within);
   }
 
   async #create(
@@ -228,6 +239,7 @@ export class AppPasswordService {
     scope: AppPasswordScope,
     privateKey: string | null,
     origin: SecurityEventOrigin,
+    within?: AppPasswordWithin,
   ): Promise<CreatedAppPassword> {
     const password = generateAppPassword();
     const normalized = normalizeAppPassword(password) as string;
@@ -268,6 +280,7 @@ export class AppPasswordService {
         type: "app_password.created",
         detail: { id: newId, scope },
       });
+      await within?.(trx, newId);
       return newId;
     });
     return { id, name, scope, createdAt, lastUsedAt: null, lastUsedAddress: null, password };
@@ -285,7 +298,12 @@ export class AppPasswordService {
   }
 
   /** Ends one of the user's app passwords at once: the next sign-in with it, on any instance, fails. */
-  async revoke(user: User, id: number, origin: SecurityEventOrigin): Promise<void> {
+  async revoke(
+    user: User,
+    id: number,
+    origin: SecurityEventOrigin,
+    within?: AppPasswordWithin,
+  ): Promise<void> {
     if (!Number.isSafeInteger(id) || id <= 0) throw appPasswordNotFound();
     await this.#db.transaction().execute(async (trx) => {
       const deleted = await trx
@@ -298,6 +316,7 @@ export class AppPasswordService {
         type: "app_password.removed",
         detail: { id, how: "revoked" },
       });
+      await within?.(trx, id);
     });
   }
 
@@ -312,15 +331,19 @@ export class AppPasswordService {
     origin: SecurityEventOrigin,
     why: "reset" | "deleted",
   ): Promise<void> {
+    // A deletion records nothing per app password: one statement, no read (the deletion's budget).
+    if (why === "deleted") {
+      await trx.deleteFrom("app_passwords").where("user_id", "=", user.id).execute();
+      return;
+    }
     const rows = await trx.selectFrom("app_passwords").select("id").where("user_id", "=", user.id).execute();
     if (rows.length === 0) return;
     await trx.deleteFrom("app_passwords").where("user_id", "=", user.id).execute();
-    if (why === "reset")
-      for (const { id } of rows)
-        await this.#events.record(trx, user, origin, {
-          type: "app_password.removed",
-          detail: { id: Number(id), how: "reset" },
-        });
+    for (const { id } of rows)
+      await this.#events.record(trx, user, origin, {
+        type: "app_password.removed",
+        detail: { id: Number(id), how: "reset" },
+      });
   }
 
   /**
@@ -337,10 +360,18 @@ export class AppPasswordService {
     return domain ? flag(domain.app_passwords_required) : false;
   }
 
-  /** Sets the user's own choice; null follows the domain's default. */
-  async setRequired(user: User, required: boolean | null, origin: SecurityEventOrigin): Promise<void> {
-    if (required !== null && typeof required !== "boolean") throw new TypeError("required: boolean or null");
-    await this.#db.transaction().execute(async (trx) => {
+  /**
+   * Sets the user's own choice; null follows the domain's default. In the caller's transaction when
+   * given (an admin's change of the user, audited with it).
+   */
+  async setRequired(
+    user: User,
+    required: unknown,
+    origin: SecurityEventOrigin,
+    trx?: Transaction<Database>,
+  ): Promise<void> {
+    if (required !== null && typeof required !== "boolean") throw appPasswordsRequiredInvalid();
+    const change = async (trx: Transaction<Database>) => {
       const updated = await trx
         .updateTable("users")
         .set({
@@ -355,7 +386,9 @@ export class AppPasswordService {
         type: "app_passwords.required_changed",
         detail: { setting: required === null ? "domain_default" : required ? "on" : "off" },
       });
-    });
+    };
+    if (trx) await change(trx);
+    else await this.#db.transaction().execute(change);
   }
 
   /**

@@ -21,6 +21,8 @@ export const auditActions = [
   "user.totp.enable",
   "user.totp.disable",
   "user.sessions.end",
+  "user.app-password.create",
+  "user.app-password.revoke",
   "alias.create",
   "alias.update",
   "alias.delete",

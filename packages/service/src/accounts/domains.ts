@@ -165,6 +165,36 @@ export class DomainService {
     return this.invitations(domain.id, db);
   }
 
+  /**
+   * The domain's default of "mail apps must use app passwords", for its users without a choice of
+   * their own (AppPasswordService.required applies it).
+   */
+  async appPasswordsRequired(domainId: number, db: Kysely<Database> = this.#db): Promise<boolean> {
+    const row = await db
+      .selectFrom("domains")
+      .select("app_passwords_required")
+      .where("id", "=", domainId)
+      .executeTakeFirst();
+    if (!row) throw domainNotFound();
+    return flag(row.app_passwords_required);
+  }
+
+  /** Changes the domain's default of "mail apps must use app passwords"; true or false. */
+  async setAppPasswordsRequired(
+    rawName: string,
+    required: unknown,
+    db: Kysely<Database> = this.#db,
+  ): Promise<boolean> {
+    if (typeof required !== "boolean") throw flagInvalid({ field: "appPasswordsRequired" });
+    const domain = await this.get(rawName, db);
+    await db
+      .updateTable("domains")
+      .set({ app_passwords_required: toFlag(required), updated_at: nowSeconds() })
+      .where("id", "=", domain.id)
+      .execute();
+    return required;
+  }
+
   /** Whether any domain takes registrations (the start page shows the invite-code form only then). */
   async anyInvitationsEnabled(): Promise<boolean> {
     const row = await this.#db

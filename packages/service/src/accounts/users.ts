@@ -230,6 +230,8 @@ export interface UserView {
   smtpQuota: { per_hour: number | null; per_day: number | null };
   passwordChangeRequired: boolean;
   totpEnabled: boolean;
+  /** "Mail apps must use app passwords": the user's own choice, null for the domain's default. */
+  appPasswordsRequired: boolean | null;
   lastLoginTime: number | null;
   createdAt: number;
   updatedAt: number;
@@ -247,6 +249,7 @@ export const toUserView = (user: User): UserView => ({
   smtpQuota: { per_hour: user.smtpQuota.perHour, per_day: user.smtpQuota.perDay },
   passwordChangeRequired: user.passwordChangeRequired,
   totpEnabled: user.totpConfirmed && user.totpSecret !== null,
+  appPasswordsRequired: user.appPasswordsRequired,
   lastLoginTime: user.lastLoginTime,
   createdAt: user.createdAt,
   updatedAt: user.updatedAt,
@@ -261,6 +264,11 @@ export interface UserPatch {
   smtpQuota?: SmtpQuotaInput | null;
   mailCrypt?: boolean;
   lastLoginTime?: number | null;
+  /**
+   * "Mail apps must use app passwords" (null: the domain's default). Not a column this service
+   * writes: AdminUsers.update sets it through AppPasswordService.setRequired, with its security event.
+   */
+  appPasswordsRequired?: boolean | null;
 }
 
 /** TOTP as an admin switches it on: what is not given is generated. */

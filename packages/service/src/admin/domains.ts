@@ -14,6 +14,8 @@ import { holdsRole } from "./users.ts";
 export interface DomainFacts {
   domain: Domain;
   invitations: DomainInvitations;
+  /** The default of "mail apps must use app passwords" for the domain's users. */
+  appPasswordsRequired: boolean;
   activeUsers: number;
   activeAliases: number;
   /** Active users holding ROLE_DOMAIN_ADMIN (or ROLE_ADMIN). */
@@ -74,37 +76,40 @@ export class AdminDomains {
     const domain = await this.get(actor, name);
     const db = this.#db;
     const count = (row: { n: number | string | bigint } | undefined) => Number(row?.n ?? 0);
-    const [invitations, contents, admins, unredeemed, redeemed, keys] = await Promise.all([
-      this.#domains.invitations(domain.id),
-      this.#domains.contents(domain.id),
-      db
-        .selectFrom("users")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("domain_id", "=", domain.id)
-        .where(isActiveUser)
-        .where((eb) => eb.or([holdsRole("ROLE_DOMAIN_ADMIN"), holdsRole("ROLE_ADMIN")]))
-        .executeTakeFirst(),
-      db
-        .selectFrom("invite_codes")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("domain_id", "=", domain.id)
-        .where("redeemed_at", "is", null)
-        .executeTakeFirst(),
-      db
-        .selectFrom("invite_codes")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("domain_id", "=", domain.id)
-        .where("redeemed_at", "is not", null)
-        .executeTakeFirst(),
-      db
-        .selectFrom("openpgp_keys")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("domain_id", "=", domain.id)
-        .executeTakeFirst(),
-    ]);
+    const [invitations, appPasswordsRequired, contents, admins, unredeemed, redeemed, keys] =
+      await Promise.all([
+        this.#domains.invitations(domain.id),
+        this.#domains.appPasswordsRequired(domain.id),
+        this.#domains.contents(domain.id),
+        db
+          .selectFrom("users")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("domain_id", "=", domain.id)
+          .where(isActiveUser)
+          .where((eb) => eb.or([holdsRole("ROLE_DOMAIN_ADMIN"), holdsRole("ROLE_ADMIN")]))
+          .executeTakeFirst(),
+        db
+          .selectFrom("invite_codes")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("domain_id", "=", domain.id)
+          .where("redeemed_at", "is", null)
+          .executeTakeFirst(),
+        db
+          .selectFrom("invite_codes")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("domain_id", "=", domain.id)
+          .where("redeemed_at", "is not", null)
+          .executeTakeFirst(),
+        db
+          .selectFrom("openpgp_keys")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("domain_id", "=", domain.id)
+          .executeTakeFirst(),
+      ]);
     return {
       domain,
       invitations,
+      appPasswordsRequired,
       ...contents,
       admins: count(admins),
       inviteCodes: { unredeemed: count(unredeemed), redeemed: count(redeemed) },
@@ -143,6 +148,30 @@ export class AdminDomains {
         await this.#audit.record(
           actor,
           { action: "domain.update", target: domain.name, targetDomainId: domain.id, detail: changes },
+          trx,
+        );
+      return after;
+    });
+  }
+
+  /**
+   * The domain's default of "mail apps must use app passwords": an admin for any domain, a domain
+   * admin for its own. Users with a choice of their own keep it.
+   */
+  async updateAppPasswordsRequired(actor: Actor, name: string, required: unknown): Promise<boolean> {
+    return this.#db.transaction().execute(async (trx) => {
+      const domain = await this.get(actor, name, trx);
+      const before = await this.#domains.appPasswordsRequired(domain.id, trx);
+      const after = await this.#domains.setAppPasswordsRequired(domain.name, required, trx);
+      if (before !== after)
+        await this.#audit.record(
+          actor,
+          {
+            action: "domain.update",
+            target: domain.name,
+            targetDomainId: domain.id,
+            detail: { appPasswordsRequired: { from: before, to: after } },
+          },
           trx,
         );
       return after;

@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
 import type { AliasService } from "../accounts/aliases.ts";
+import type { AppPasswordService } from "../accounts/app-passwords.ts";
 import { AuditLog } from "../accounts/audit-log.ts";
 import type { DomainService } from "../accounts/domains.ts";
 import type { InviteCodeService } from "../accounts/invite-codes.ts";
@@ -13,6 +14,7 @@ import type { OpenPgpKeyService } from "../openpgp/keys.ts";
 import type { TokenService } from "../tokens/tokens.ts";
 import type { WebhookService } from "../webhooks/endpoints.ts";
 import { AdminAliases } from "./aliases.ts";
+import { AdminAppPasswords } from "./app-passwords.ts";
 import { AdminDashboard } from "./dashboard.ts";
 import { AdminDomains } from "./domains.ts";
 import { AdminInviteCodes, AdminReservedNames } from "./invitations.ts";
@@ -35,6 +37,7 @@ export interface AdminDependencies {
   inviteCodes: InviteCodeService;
   reservedNames: ReservedNameService;
   securityEvents: SecurityEventLog;
+  appPasswords: AppPasswordService;
 }
 
 /**
@@ -46,6 +49,7 @@ export class AdminService {
   readonly auditLog: AuditLog;
   readonly securityEvents: AdminSecurityEvents;
   readonly users: AdminUsers;
+  readonly appPasswords: AdminAppPasswords;
   readonly aliases: AdminAliases;
   readonly domains: AdminDomains;
   readonly openPgpKeys: AdminOpenPgpKeys;
@@ -62,7 +66,15 @@ export class AdminService {
     const audit = new AuditLog(db);
     this.auditLog = audit;
     this.securityEvents = new AdminSecurityEvents(deps.securityEvents);
-    this.users = new AdminUsers(db, deps.users, deps.lifecycle, audit, deps.securityEvents);
+    this.users = new AdminUsers(
+      db,
+      deps.users,
+      deps.lifecycle,
+      audit,
+      deps.securityEvents,
+      deps.appPasswords,
+    );
+    this.appPasswords = new AdminAppPasswords(this.users, deps.appPasswords, audit);
     this.aliases = new AdminAliases(db, deps.aliases, deps.lifecycle, audit);
     this.domains = new AdminDomains(db, deps.domains, deps.lifecycle, audit);
     this.openPgpKeys = new AdminOpenPgpKeys(db, deps.openPgpKeys, audit);

@@ -2,6 +2,7 @@ import { type Kysely, sql } from "kysely";
 import { parseAddress } from "../accounts/addresses.ts";
 import type { Actor, AddressHolder } from "../accounts/admin-scope.ts";
 import { assertMay, assertRoleChange, domainScope } from "../accounts/admin-scope.ts";
+import { type AppPasswordService, appPasswordsRequiredInvalid } from "../accounts/app-passwords.ts";
 import type { AuditLog } from "../accounts/audit-log.ts";
 import type { LifecycleService, NewCredentials } from "../accounts/lifecycle.ts";
 import { containsText } from "../accounts/paging.ts";
@@ -119,6 +120,7 @@ export class AdminUsers {
   readonly #lifecycle: LifecycleService;
   readonly #audit: AuditLog;
   readonly #securityEvents: SecurityEventLog;
+  readonly #appPasswords: AppPasswordService;
 
   constructor(
     db: Kysely<Database>,
@@ -126,12 +128,14 @@ export class AdminUsers {
     lifecycle: LifecycleService,
     audit: AuditLog,
     securityEvents: SecurityEventLog,
+    appPasswords: AppPasswordService,
   ) {
     this.#db = db;
     this.#users = users;
     this.#lifecycle = lifecycle;
     this.#audit = audit;
     this.#securityEvents = securityEvents;
+    this.#appPasswords = appPasswords;
   }
 
   /**
@@ -345,7 +349,14 @@ export class AdminUsers {
     return this.#db.transaction().execute(async (trx) => {
       const before = await this.get(actor, email, trx);
       if (patch.roles !== undefined) assertRoleChange(actor, before.roles, checkRoles(patch.roles));
-      const after = await this.#users.update(before, patch, trx);
+      const { appPasswordsRequired, ...rest } = patch;
+      if (appPasswordsRequired !== undefined && appPasswordsRequired !== null)
+        if (typeof appPasswordsRequired !== "boolean") throw appPasswordsRequiredInvalid();
+      let after = await this.#users.update(before, rest, trx);
+      if (appPasswordsRequired !== undefined && appPasswordsRequired !== before.appPasswordsRequired) {
+        await this.#appPasswords.setRequired(after, appPasswordsRequired, actorOrigin(actor), trx);
+        after = await this.#users.getActive(after.email, trx);
+      }
       const changes = changedFields(before, after);
       if (Object.keys(changes).length > 0)
         await this.#audit.record(
@@ -491,5 +502,6 @@ function changedFields(before: User, after: User): Record<string, { from: unknow
   compare("passwordChangeRequired", before.passwordChangeRequired, after.passwordChangeRequired);
   compare("mailCrypt", before.mailCrypt, after.mailCrypt);
   compare("lastLoginTime", before.lastLoginTime, after.lastLoginTime);
+  compare("appPasswordsRequired", before.appPasswordsRequired, after.appPasswordsRequired);
   return result;
 }

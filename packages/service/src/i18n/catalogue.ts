@@ -3,6 +3,7 @@ import { admin } from "./areas/admin.ts";
 import { adminSystem } from "./areas/admin-system.ts";
 import { adminUsers } from "./areas/admin-users.ts";
 import { aliases } from "./areas/aliases.ts";
+import { appPasswords } from "./areas/app-passwords.ts";
 import { common } from "./areas/common.ts";
 import type { Message } from "./areas/define.ts";
 import { init } from "./areas/init.ts";
@@ -42,6 +43,7 @@ const areas = [
   adminUsers,
   adminSystem,
   refusals,
+  appPasswords,
 ] as const;
 
 type KeysOf<A> = A extends { en: infer E } ? keyof E & string : never;

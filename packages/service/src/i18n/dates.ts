@@ -11,3 +11,12 @@ const formats: Record<Locale, Intl.DateTimeFormat> = {
  */
 export const formatDateTime = (locale: Locale, seconds: number): string =>
   `${formats[locale].format(new Date(seconds * 1000))} UTC`;
+
+const days: Record<Locale, Intl.DateTimeFormat> = {
+  en: new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeZone: "UTC" }),
+  de: new Intl.DateTimeFormat("de-DE", { dateStyle: "medium", timeZone: "UTC" }),
+};
+
+/** The day (UTC) of a moment, for what is known to the day or the hour only ("last used"). */
+export const formatDay = (locale: Locale, seconds: number): string =>
+  days[locale].format(new Date(seconds * 1000));

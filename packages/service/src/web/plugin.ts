@@ -14,6 +14,7 @@ import { csrfCookie, readCsrfSecret } from "./csrf.ts";
 import { accountPages } from "./pages/account.ts";
 import { adminPages } from "./pages/admin/index.ts";
 import { aliasPages } from "./pages/aliases.ts";
+import { appPasswordPages } from "./pages/app-passwords.ts";
 import { initPages } from "./pages/init.ts";
 import { openPgpPages } from "./pages/openpgp.ts";
 import { passkeyPages } from "./pages/passkeys.ts";
@@ -123,6 +124,7 @@ export async function webInterface(app: FastifyInstance, services: Services) {
   await accountPages(app, web);
   await twoFactorPages(app, web);
   await passkeyPages(app, web);
+  await appPasswordPages(app, web);
   await aliasPages(app, web);
   await openPgpPages(app, web);
   await registrationPages(app, web);

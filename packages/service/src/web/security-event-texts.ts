@@ -55,6 +55,19 @@ export const doorText = (t: Translate, door: SecurityEventDoor): string =>
   doorKeys[door] ? t(doorKeys[door]) : door;
 export const resultText = (t: Translate, result: SecurityEventResult): string => t(resultKeys[result]);
 
+/** Failures that need saying why, so a user whose mail app stopped working can tell. */
+const failureKeys: Partial<Record<string, MessageKey>> = {
+  app_password_required: "activity.reason.app_password_required",
+  app_password_scope: "activity.reason.app_password_scope",
+};
+
+/** What happened, with the reason of a failed sign-in where the reason is app passwords' rule. */
+export function eventWhatText(t: Translate, event: Pick<SecurityEventRecord, "type" | "detail">): string {
+  const reason = event.type === "sign_in.failed" ? event.detail?.reason : undefined;
+  const key = typeof reason === "string" ? failureKeys[reason] : undefined;
+  return key ? t(key) : eventTypeText(t, event.type);
+}
+
 /**
  * One event as its owner reads it: what, where, from which address, the result. A change an
  * administrator made says so, without the administrator's name or address.
@@ -63,7 +76,7 @@ export function ownerRow(t: Translate, event: SecurityEventRecord) {
   const door = doorText(t, event.door);
   return {
     at: event.at,
-    what: eventTypeText(t, event.type),
+    what: eventWhatText(t, event),
     door: event.actor === null ? door : t("activity.byAdmin", { door }),
     clientAddress: event.actor === null ? (event.clientAddress ?? "") : "",
     result: resultText(t, event.result),

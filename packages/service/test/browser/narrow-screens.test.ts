@@ -217,6 +217,7 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
       "/account/openpgp",
       `/account/openpgp/delete/${at(person)}`,
       "/account/voucher",
+      "/account/app-passwords",
     ])
       await visit(page, path);
     // The passkeys page with the longest name in its list (a row as a registration leaves it; taken
@@ -255,6 +256,22 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
     await page.getByRole("button", { name: /recovery token/i }).click();
     await page.locator("#recovery-token").waitFor();
     await fits(page, "/account/recovery-token (the new token)");
+
+    // An app password with the longest name (64 characters), shown once, then listed (the admin page lists it too).
+    await page.goto(`${service.url}/account/app-passwords`);
+    await fillByLabel(
+      page,
+      "Device name",
+      "Thelaptopofthefamilyinthelivingroomnexttotheprinterandthescanner",
+    );
+    await page.getByLabel(/Sending only/).check();
+    await fillByLabel(page, "Your current password", password);
+    await page.getByRole("button", { name: "Create app password" }).click();
+    await page.locator("#app-password").waitFor();
+    await fits(page, "/account/app-passwords (the new app password)");
+    await acknowledge(page, /I have put this app password into my mail app/);
+    await page.waitForURL(`${service.url}/account/app-passwords`);
+    await fits(page, "/account/app-passwords with an app password");
     await context.close();
 
     // Two-factor enrolment: the secret and its otpauth URI hold the longest address.

@@ -22,16 +22,27 @@ const DomainView = Type.Object(
   { description: "A managed domain", examples: [domainExample] },
 );
 
+const appPasswordsRequired = Type.Boolean({
+  description:
+    'The default of "mail apps must use app passwords" for the domain\'s users without a choice of their own (IMAP and SMTP then refuse the account password); false unless set',
+});
+
 const DomainWithContents = Type.Object(
   {
     ...DomainView.properties,
+    appPasswordsRequired,
     activeUsers: Type.Integer({ description: "Active users in the domain" }),
     activeAliases: Type.Integer({ description: "Active aliases in the domain" }),
   },
   {
-    description: "The domain and what it still holds",
-    examples: [{ ...domainExample, activeUsers: 2, activeAliases: 1 }],
+    description: "The domain, its settings and what it still holds",
+    examples: [{ ...domainExample, appPasswordsRequired: false, activeUsers: 2, activeAliases: 1 }],
   },
+);
+
+const DomainPatchBody = Type.Object(
+  { appPasswordsRequired: Type.Optional(appPasswordsRequired) },
+  { examples: [{ appPasswordsRequired: true }] },
 );
 
 const NameParams = Type.Object({
@@ -51,6 +62,14 @@ export async function domainRoutes(
   { domains, admin }: { domains: DomainService; admin: AdminService },
 ) {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
+  const domainWithContents = async (name: string) => {
+    const domain = await domains.get(name);
+    return {
+      ...domain,
+      appPasswordsRequired: await domains.appPasswordsRequired(domain.id),
+      ...(await domains.contents(domain.id)),
+    };
+  };
   app.get(
     "/api/admin/domains",
     {
@@ -91,9 +110,33 @@ export async function domainRoutes(
         response: { 200: DomainWithContents, ...adminErrors({ 404: ["domain not found"] }) },
       },
     },
+    async (request) => domainWithContents(request.params.name),
+  );
+  app.patch(
+    "/api/admin/domains/:name",
+    {
+      schema: {
+        ...adminRoute(tag, "Change a domain's settings", "What is not given stays."),
+        params: NameParams,
+        body: DomainPatchBody,
+        response: {
+          200: DomainWithContents,
+          ...adminErrors(
+            { 404: ["domain not found"], 422: ["appPasswordsRequired: must be true or false"] },
+            { body: true },
+          ),
+        },
+      },
+    },
     async (request) => {
-      const domain = await domains.get(request.params.name);
-      return { ...domain, ...(await domains.contents(domain.id)) };
+      const { appPasswordsRequired } = request.body;
+      if (appPasswordsRequired !== undefined)
+        await admin.domains.updateAppPasswordsRequired(
+          actorOf(request),
+          request.params.name,
+          appPasswordsRequired,
+        );
+      return domainWithContents(request.params.name);
     },
   );
   app.delete(

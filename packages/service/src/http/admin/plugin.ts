@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { Services } from "../../services.ts";
 import { requireScope } from "../auth.ts";
 import { aliasRoutes } from "./aliases.ts";
+import { appPasswordRoutes } from "./app-passwords.ts";
 import { auditLogRoutes } from "./audit-log.ts";
 import { domainRoutes } from "./domains.ts";
 import { adminValidationError, requestBodyNotObject } from "./input.ts";
@@ -51,6 +52,7 @@ export async function adminApi(app: FastifyInstance, services: Services) {
   const { domains, users, aliases, settings, tokens, webhooks, openPgpKeys, admin } = services;
   await app.register(async (scope) => domainRoutes(scope, { domains, admin }));
   await app.register(async (scope) => userRoutes(scope, { users, admin }));
+  await app.register(async (scope) => appPasswordRoutes(scope, { admin }));
   await app.register(async (scope) =>
     userImportRoutes(scope, { db: services.database.db, admin, passwordPolicy: services.passwordPolicy }),
   );

@@ -33,6 +33,7 @@ const userExample = {
   smtpQuota: { per_hour: 100, per_day: 1000 },
   passwordChangeRequired: false,
   totpEnabled: false,
+  appPasswordsRequired: null,
   lastLoginTime: null,
   createdAt: 1795443121,
   updatedAt: 1795443121,
@@ -58,6 +59,12 @@ const userViewProperties = {
   smtpQuota: SmtpQuotaView,
   passwordChangeRequired: Type.Boolean(),
   totpEnabled: Type.Boolean(),
+  appPasswordsRequired: OrNull(
+    Type.Boolean({
+      description:
+        "Mail apps must use app passwords (IMAP and SMTP refuse the account password); null follows the domain's default",
+    }),
+  ),
   lastLoginTime: OrNull(Type.Integer({ description: "Unix seconds" })),
   createdAt: Type.Integer({ description: "Unix seconds" }),
   updatedAt: Type.Integer({ description: "Unix seconds" }),
@@ -112,8 +119,15 @@ const UserPatchBody = Type.Object(
     smtpQuota: Type.Optional(OrNull(SmtpQuotaInput)),
     mailCrypt: Type.Optional(Type.Boolean({ description: "true needs existing keys" })),
     lastLoginTime: Type.Optional(OrNull(Type.Integer({ description: "Unix seconds, not in the future" }))),
+    appPasswordsRequired: Type.Optional(
+      OrNull(
+        Type.Boolean({
+          description: "Mail apps must use app passwords: true or false, or null for the domain's default",
+        }),
+      ),
+    ),
   },
-  { examples: [{ quota: 2048, passwordChangeRequired: true }] },
+  { examples: [{ quota: 2048, passwordChangeRequired: true }, { appPasswordsRequired: true }] },
 );
 
 const PasswordBody = Type.Object(
@@ -263,6 +277,7 @@ export async function userRoutes(
                 "mailCrypt: the user has no MailCrypt keys; reset the user to create them",
                 "lastLoginTime: must be Unix seconds, not in the future, or null",
                 "roles: must be a list",
+                "appPasswordsRequired: must be true or false, or null",
               ],
             },
             { body: true },

@@ -62,6 +62,8 @@ export const refusals = area({
     "refusal.app_password.limit_reached": "You have 50 app passwords; revoke one you no longer use first.",
     "refusal.app_password.needs_owner":
       "The mailbox is encrypted: only its owner can create an app password for mail. An SMTP-only one works.",
+    "refusal.app_password.required_invalid":
+      '"Mail apps must use app passwords" is on, off or the domain\'s default.',
     "refusal.password.blank": "The password must not be empty.",
     "refusal.password.too_short": "The password must have at least {min} characters.",
     "refusal.password.too_long": "The password is too long.",
@@ -253,6 +255,8 @@ export const refusals = area({
       "Du hast 50 App-Passwörter; widerrufe zuerst eines, das du nicht mehr brauchst.",
     "refusal.app_password.needs_owner":
       "Das Postfach ist verschlüsselt: Nur sein Besitzer kann ein App-Passwort für E-Mail erstellen. Eines nur für SMTP geht.",
+    "refusal.app_password.required_invalid":
+      "„Mail-Apps müssen App-Passwörter verwenden“ ist an, aus oder folgt der Voreinstellung der Domain.",
     "refusal.password.blank": "Das Passwort darf nicht leer sein.",
     "refusal.password.too_short": "Das Passwort muss mindestens {min} Zeichen lang sein.",
     "refusal.password.too_long": "Das Passwort ist zu lang.",

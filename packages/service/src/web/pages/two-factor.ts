@@ -45,6 +45,7 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
     secret: string,
     errors: FieldErrors = {},
     status = 200,
+    requireAppPasswords = true,
   ) => {
     const uri = await twoFactor.provisioningUri(session(request).user.email, secret);
     // Rendered here, as SVG in a data: URI (the CSP allows img-src data:): no script, nothing fetched.
@@ -58,6 +59,8 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
         uri,
         secretGroups: secret.match(/.{1,4}/g)?.join(" ") ?? secret,
         qr: `data:image/svg+xml;base64,${Buffer.from(svg).toString("base64")}`,
+        // "Mail apps must use app passwords", offered checked: the second factor guards IMAP and SMTP only so.
+        requireAppPasswords,
       },
       status,
     );
@@ -102,7 +105,16 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
       return seeOther(reply, "/account/twofactor");
     }
     const code = text(request.body?.code).replace(/\s+/g, "");
-    if (code === "") return scanPage(request, reply, pending.secret, { code: { key: "form.required" } }, 422);
+    const requireAppPasswords = request.body?.appPasswordsRequired === "yes";
+    if (code === "")
+      return scanPage(
+        request,
+        reply,
+        pending.secret,
+        { code: { key: "form.required" } },
+        422,
+        requireAppPasswords,
+      );
     let backupCodes: string[];
     try {
       backupCodes = await twoFactor.confirm(current.user, pending, code, ownerOrigin("web", request.ip), {
@@ -110,9 +122,12 @@ export async function twoFactorPages(app: FastifyInstance, services: WebServices
       });
     } catch (error) {
       const refused = refusalOnField(reply, error, [[totpCodeWrong, "code"]]);
-      if (refused) return scanPage(request, reply, pending.secret, refused.errors, refused.status);
+      if (refused)
+        return scanPage(request, reply, pending.secret, refused.errors, refused.status, requireAppPasswords);
       throw error;
     }
+    if (requireAppPasswords)
+      await services.appPasswords.setRequired(current.user, true, ownerOrigin("web", request.ip));
     delete current.data[pendingKey];
     await sessions.save(current);
     // Shown in this answer only (and posted back with the acknowledgement): never stored in clear.

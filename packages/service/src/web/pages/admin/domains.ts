@@ -145,6 +145,18 @@ export async function adminDomainPages(app: FastifyInstance, services: WebServic
     return seeOther(reply, domainPath(domain.name));
   });
 
+  app.post<{ Body: Form }>("/admin/domains/:name/app-passwords", posted, async (request, reply) => {
+    const actor = actorOf(request);
+    const domain = await admin.domains.get(actor, param(request, "name"));
+    await admin.domains.updateAppPasswordsRequired(
+      actor,
+      domain.name,
+      text(request.body?.appPasswordsRequired) === "yes",
+    );
+    await addFlash(request, { kind: "success", key: "admin.domains.saved", params: { name: domain.name } });
+    return seeOther(reply, domainPath(domain.name));
+  });
+
   // ---- delete: the counts of what goes with it, the force path, the admin's password
 
   const deletePage = async (

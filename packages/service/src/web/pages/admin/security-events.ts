@@ -6,7 +6,7 @@ import {
   securityEventTypes,
 } from "../../../accounts/security-events.ts";
 import type { WebServices } from "../../context.ts";
-import { doorText, eventTypeText, resultText } from "../../security-event-texts.ts";
+import { doorText, eventTypeText, eventWhatText, resultText } from "../../security-event-texts.ts";
 import {
   actorOf,
   adminArea,
@@ -72,7 +72,7 @@ export async function adminSecurityEventPages(app: FastifyInstance, services: We
           events: listing.items.map((event) => ({
             at: event.at,
             email: event.email ?? "",
-            what: eventTypeText(t, event.type),
+            what: eventWhatText(t, event),
             result: resultText(t, event.result),
             door: doorText(t, event.door),
             clientAddress: event.clientAddress ?? "",

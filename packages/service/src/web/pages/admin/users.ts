@@ -169,13 +169,78 @@ export async function adminUserPages(app: FastifyInstance, services: WebServices
 
   // ---- show
 
-  app.get("/admin/users/:email", guarded, async (request, reply) => {
-    const facts = await admin.users.facts(actorOf(request), param(request, "email"));
-    return adminPage(request, reply, "admin/users/show", {
-      facts,
-      userPath,
-      aliasPath: (s: string) => `/admin/aliases/${segment(s)}/edit`,
+  const showPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    errors: FieldErrors = {},
+    status = 200,
+  ) => {
+    const actor = actorOf(request);
+    const facts = await admin.users.facts(actor, param(request, "email"));
+    const user = await admin.users.get(actor, facts.user.email);
+    const [appPasswordList, domainRequired] = await Promise.all([
+      admin.appPasswords.list(actor, user.email),
+      services.domains.appPasswordsRequired(user.domainId),
+    ]);
+    return adminPage(
+      request,
+      reply,
+      "admin/users/show",
+      {
+        facts,
+        userPath,
+        aliasPath: (s: string) => `/admin/aliases/${segment(s)}/edit`,
+        appPasswords: appPasswordList,
+        appPasswordsSetting:
+          user.appPasswordsRequired === null ? "default" : user.appPasswordsRequired ? "on" : "off",
+        domainRequired,
+        errors,
+      },
+      status,
+    );
+  };
+
+  app.get("/admin/users/:email", guarded, (request, reply) => showPage(request, reply));
+
+  // ---- app passwords: revoke one; "mail apps must use app passwords" on, off or the domain's default
+
+  app.post<{ Params: { email: string; id: string } }>(
+    "/admin/users/:email/app-passwords/:id/revoke",
+    posted,
+    async (request, reply) => {
+      const actor = actorOf(request);
+      const user = await admin.users.get(actor, param(request, "email"));
+      const id = /^\d{1,10}$/.test(request.params.id) ? Number(request.params.id) : 0;
+      // Another user's id is not found (404), and nothing changes.
+      await admin.appPasswords.revoke(actor, user.email, id);
+      await addFlash(request, {
+        kind: "success",
+        key: "admin.appPasswords.revoked",
+        params: { email: user.email },
+      });
+      return seeOther(reply, userPath(user.email));
+    },
+  );
+
+  app.post<{ Body: Form }>("/admin/users/:email/app-passwords-required", posted, async (request, reply) => {
+    const actor = actorOf(request);
+    const user = await admin.users.get(actor, param(request, "email"));
+    const settings: Record<string, boolean | null> = { on: true, off: false, default: null };
+    const setting = text(request.body?.appPasswordsRequired);
+    if (!Object.hasOwn(settings, setting))
+      return showPage(
+        request,
+        reply,
+        { appPasswordsRequired: { key: "refusal.app_password.required_invalid" } },
+        422,
+      );
+    await admin.users.update(actor, user.email, { appPasswordsRequired: settings[setting] ?? null });
+    await addFlash(request, {
+      kind: "success",
+      key: "admin.appPasswords.saved",
+      params: { email: user.email },
     });
+    return seeOther(reply, userPath(user.email));
   });
 
   // ---- edit
