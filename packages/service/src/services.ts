@@ -118,14 +118,23 @@ export function createServices(
   );
   const domains = new DomainService(db);
   const mail = new MailOutbox({ enabled: Boolean(options.smtpUrl), clock: options.clock });
+  // The mail server's sign-ins with app passwords read through the keyed reads, as the lookups do.
+  const keyReader = database.keyReader.bind(database);
   const signInGuard = new SignInGuard(db, {
+    keyReader,
     // The owner hears once per window that someone is guessing; unknown addresses get nothing.
     onCeiling: guessingNotice(db, users, securityEvents, mail),
     ...(options.onGuardError ? { onError: options.onGuardError } : {}),
   });
   const inviteCodes = new InviteCodeService(db, signInGuard);
   const reservedNames = new ReservedNameService(db);
-  const appPasswords = new AppPasswordService(db, pool, options.installationSecret, securityEvents);
+  const appPasswords = new AppPasswordService(
+    db,
+    pool,
+    options.installationSecret,
+    securityEvents,
+    keyReader,
+  );
   const lifecycle = new LifecycleService(db, pool, settings, users, events, securityEvents, appPasswords);
   const openPgpKeys = new OpenPgpKeyService(db);
   // Every alias a user creates on the pages sends "alias created" to its owner (reference 5.10).
@@ -152,6 +161,7 @@ export function createServices(
       securityEvents,
       appPasswords,
       (result) => metrics.signIns.inc({ result }),
+      keyReader,
     ),
     appPasswords,
     identity: new IdentityService(db),

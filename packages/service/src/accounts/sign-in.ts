@@ -1,11 +1,12 @@
-import type { Kysely } from "kysely";
+import type { Kysely, Selectable } from "kysely";
 import { normalizeAppPassword } from "../credentials/app-passwords.ts";
 import { findBackupCode } from "../credentials/backup-codes.ts";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
 import { openSecretBox, SecretBoxError } from "../credentials/mailcrypt.ts";
 import { hashPassword, verifyDummy, verifyPassword } from "../credentials/passwords.ts";
 import { totpStepFor } from "../credentials/totp.ts";
-import type { Database } from "../db/schema.ts";
+import { type Keyed, type KeyedRead, type KeyReader, keyedRead, kyselyKeyReader } from "../db/key-reads.ts";
+import type { Database, UserTable } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
 import { recordActivity } from "./activity.ts";
 import { parseAddress } from "./addresses.ts";
@@ -22,10 +23,10 @@ import {
   mailCryptMaterial,
   reportsMailCrypt,
 } from "./mail-crypt-policy.ts";
-import { activeUserRow } from "./queries.ts";
+import { activeUserRow, isActiveUser } from "./queries.ts";
 import { effectiveRoles } from "./roles.ts";
-import type { SettingsService } from "./settings.ts";
-import { attemptFrom, type CheckOrigin, type SignInGuard } from "./sign-in-guard.ts";
+import { decodeSetting, type SettingsService, storedSetting } from "./settings.ts";
+import { attemptFrom, type CheckOrigin, type Guarded, type SignInGuard } from "./sign-in-guard.ts";
 
 export type { CheckOrigin } from "./sign-in-guard.ts";
 
@@ -116,6 +117,17 @@ export interface SignInOptions extends CheckOrigin {
   deferActivity?: boolean;
 }
 
+/** The active user of an address, with the MailCrypt level, for the app-password path (keyed read). */
+const userForSignIn = keyedRead((db, keys) =>
+  db
+    .selectFrom("users")
+    .selectAll()
+    .select("email as lookup_key")
+    .select(storedSetting(db, "mail_crypt").as("mail_crypt_level"))
+    .where(keys("email"))
+    .where(isActiveUser),
+);
+
 export class SignInService {
   readonly #db: Kysely<Database>;
   readonly #pool: CryptoPool;
@@ -124,6 +136,9 @@ export class SignInService {
   readonly #guard: SignInGuard;
   readonly #events: SecurityEventLog;
   readonly #appPasswords: AppPasswordService;
+  readonly #userByEmail: KeyReader<
+    Selectable<UserTable> & { lookup_key: string; mail_crypt_level: string | null }
+  >;
   /** When an event of a sort was last recorded, per door, client and account (see #recentlyRecorded). */
   readonly #recorded = new Map<string, number>();
   readonly #observe: (result: SignInResult["kind"]) => void;
@@ -137,8 +152,11 @@ export class SignInService {
     events: SecurityEventLog,
     appPasswords: AppPasswordService,
     observe: (result: SignInResult["kind"]) => void = () => {},
+    keyReader: <Row extends Keyed>(read: KeyedRead<Row>) => KeyReader<Row> = (read) =>
+      kyselyKeyReader(db, read),
   ) {
     this.#appPasswords = appPasswords;
+    this.#userByEmail = keyReader(userForSignIn);
     this.#db = db;
     this.#pool = pool;
     this.#settings = settings;
@@ -154,8 +172,18 @@ export class SignInService {
    */
   async signIn(rawEmail: string, password: string, options: SignInOptions = {}): Promise<SignInResult> {
     const account = (options.account ?? String(rawEmail)).trim();
-    // A secret of the app-password form at IMAP or SMTP is counted as one, apart from the password.
+    // A secret of the app-password form at IMAP or SMTP is counted as one, apart from the password,
+    // and checked on the guard's cheap path: no Argon2, and a right one writes nothing.
     const kind = takesAppPassword(password, options.door) ? "app_password" : "password";
+    if (kind === "app_password") {
+      const cheap = await this.#guard.attemptCheap(attemptFrom(kind, account, options), async () => {
+        const result = await this.#appPasswordCheck(rawEmail, password, options);
+        return (
+          result && { right: result.kind !== "unknown" && result.kind !== "wrong_password", value: result }
+        );
+      });
+      if (cheap !== null) return this.#answered(account, options, cheap);
+    }
     const guarded = await this.#guard.attempt(attemptFrom(kind, account, options), async () => {
       const result = await this.#signIn(rawEmail, password, options);
       // The right account password refused where app passwords are required is not a guess: not
@@ -167,11 +195,46 @@ export class SignInService {
         value: result,
       };
     });
+    return this.#answered(account, options, guarded);
+  }
+
+  async #answered(
+    account: string,
+    options: SignInOptions,
+    guarded: Guarded<SignInResult>,
+  ): Promise<SignInResult> {
     const result: SignInResult =
       guarded.outcome === "throttled" ? { kind: "throttled", retryAfter: guarded.retryAfter } : guarded.value;
     this.#observe(result.kind);
     await this.#recordSignIn(account, options, result, guarded.outcome === "right" && guarded.trusted);
     return result;
+  }
+
+  /**
+   * An app password at IMAP or SMTP, read through the database's keyed reads: the account and the
+   * app password (one HMAC, one read), then the rules of #appPasswordSignIn. Null when the secret
+   * may be the account's password instead (an account whose password may have that form): the
+   * full sign-in decides, under the guard's full path.
+   */
+  async #appPasswordCheck(
+    rawEmail: string,
+    password: string,
+    options: SignInOptions,
+  ): Promise<SignInResult | null> {
+    const address = parseAddress(rawEmail);
+    const [row] = address ? await this.#userByEmail(address.email) : [];
+    const user = row ? toUser(row) : null;
+    const door = options.door ?? "console";
+    const app = await this.#appPasswords.match(
+      user?.id ?? null,
+      password,
+      door,
+      options.client?.address ?? null,
+    );
+    if (app.kind === "not_app_password" || (app.kind === "no_match" && user?.passwordMayHaveAppForm))
+      return null;
+    const level = row ? decodeSetting("mail_crypt", row.mail_crypt_level) : undefined;
+    return this.#appPasswordSignIn(user, app, options, level);
   }
 
   /**
@@ -353,6 +416,7 @@ export class SignInService {
     user: User | null,
     app: Exclude<AppPasswordMatch, { kind: "not_app_password" }>,
     options: SignInOptions,
+    mailCryptLevel?: number,
   ): Promise<SignInResult> {
     if (!user || app.kind === "no_match")
       return user ? { kind: "wrong_password", user } : { kind: "unknown" };
@@ -362,7 +426,7 @@ export class SignInService {
     if (!options.deferActivity) await recordActivity(this.#db, user, { kind: "sign-in" });
     let mailCrypt: MailCryptUnlock = { state: "off" };
     if (options.unlockMailCrypt) {
-      const level = await this.#settings.get("mail_crypt");
+      const level = mailCryptLevel ?? (await this.#settings.get("mail_crypt"));
       if (reportsMailCrypt(level, user.mailCrypt, user.mailCryptPublicKey))
         mailCrypt =
           app.privateKey !== null

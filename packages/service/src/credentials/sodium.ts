@@ -20,6 +20,8 @@ export interface Sodium {
   ): Promise<void>;
   crypto_secretbox_easy(c: Buffer, m: Buffer, n: Buffer, k: Buffer): void;
   crypto_secretbox_open_easy(m: Buffer, c: Buffer, n: Buffer, k: Buffer): boolean;
+  /** Keyed BLAKE2b: `output` 16-64 bytes, `key` 16-64 bytes. */
+  crypto_generichash(output: Buffer, input: Buffer, key?: Buffer): void;
   randombytes_buf(buf: Buffer): void;
   sodium_memzero(buf: Buffer): void;
 }
