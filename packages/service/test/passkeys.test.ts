@@ -25,7 +25,7 @@ describe("passkeys", () => {
     service = await startService({ web: true });
     const { domains, users } = service.services;
     await domains.create("example.org");
-    for (const name of ["alice", "bob", "carol", "dave"])
+    for (const name of ["alice", "bob", "carol", "dave", "erin"])
       await users.create({ email: `${name}@example.org`, password, mailCrypt: false });
   });
   after(async () => {
@@ -301,6 +301,45 @@ describe("passkeys", () => {
     await service.services.lifecycle.delete("dave@example.org", byTest);
     assert.equal((await passkeyRows("dave@example.org")).length, 0);
     assert.equal((await passkeyAlone(second.credential)).answer.status, 401);
+  });
+
+  test("an admin switching two-factor off removes the passkeys too: the owner signs in with the password", async () => {
+    const erin = await signedInClient("erin@example.org");
+    const made = await register(erin, "Lost phone");
+    assert.equal(made.done.status, 200);
+    await atSecondStep("erin@example.org");
+    const token = await service.token("admin");
+    const off = await service.request("DELETE", "/api/admin/users/erin@example.org/totp", { token });
+    assert.equal(off.status, 204);
+    assert.equal((await passkeyRows("erin@example.org")).length, 0);
+    const client = new WebClient(service.url);
+    await client.get("/login");
+    const answer = await client.post("/login", { email: "erin@example.org", password });
+    assert.equal(answer.location, "/account", "no second step any more");
+    const types = await eventTypes("erin@example.org");
+    assert.equal(types.at(-2), "two_factor.disabled");
+  });
+
+  test("sign-in challenges handed to anyone are bounded", async () => {
+    const { maxOpenSignInChallenges } = await import("../src/accounts/passkeys.ts");
+    const expires = Math.floor(Date.now() / 1000) + 300;
+    const rows = Array.from({ length: maxOpenSignInChallenges }, (_, i) => ({
+      challenge: `flood-${i}`,
+      purpose: "sign_in" as const,
+      user_id: null,
+      expires_at: expires,
+    }));
+    for (let i = 0; i < rows.length; i += 500)
+      await db()
+        .insertInto("passkey_challenges")
+        .values(rows.slice(i, i + 500))
+        .execute();
+    const client = new WebClient(service.url);
+    await client.get("/login");
+    const refused = await client.postJson("/login/passkey/options", {});
+    assert.equal(refused.status, 503);
+    await db().deleteFrom("passkey_challenges").where("challenge", "like", "flood-%").execute();
+    assert.equal((await client.postJson("/login/passkey/options", {})).status, 200);
   });
 
   test("removing the last passkey turns two-factor off; sign-in alone is offered only with a passkey", async () => {

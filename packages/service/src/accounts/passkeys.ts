@@ -58,6 +58,13 @@ export const passkeyNoAppUrl = refusal(
   "conflict",
   () => "passkeys need the setting app_url (the public address of the web interface)",
 );
+/** Unanswered sign-in challenges kept at most (each lives 5 minutes). */
+export const maxOpenSignInChallenges = 10_000;
+export const passkeyChallengesBusy = refusal(
+  "passkey.busy",
+  "unavailable",
+  () => "too many passkey sign-ins under way; try again in a few minutes",
+);
 export const passkeyNotFound = refusal("passkey.not_found", "not_found", () => "passkey not found");
 export const passkeyNameInvalid = refusal<{ max: number }>(
   "passkey.name_invalid",
@@ -549,6 +556,15 @@ export class PasskeyService {
     const challenge = Buffer.from(bytes).toString("base64url");
     // Unanswered challenges go with the next one handed out: the table stays small.
     await this.#db.deleteFrom("passkey_challenges").where("expires_at", "<", now).execute();
+    // The sign-in's challenges are handed to anyone: a flood of requests may not fill the table.
+    if (purpose === "sign_in") {
+      const { count } = await this.#db
+        .selectFrom("passkey_challenges")
+        .select((eb) => eb.fn.countAll<number>().as("count"))
+        .where("purpose", "=", "sign_in")
+        .executeTakeFirstOrThrow();
+      if (Number(count) >= maxOpenSignInChallenges) throw passkeyChallengesBusy();
+    }
     await this.#db
       .insertInto("passkey_challenges")
       .values({ challenge, purpose, user_id: userId, expires_at: now + challengeSeconds })

@@ -562,6 +562,7 @@ export class UserService {
   }
 
   /** Switches TOTP off (and its backup codes); `two_factor.disabled` when it was on. */
+  /** The owner switches TOTP off; passkeys stay, and with one left two-factor authentication stays on. */
   async disableTotp(
     target: UserTarget,
     origin: SecurityEventOrigin,
@@ -569,6 +570,37 @@ export class UserService {
   ): Promise<void> {
     if (!trx) return this.#db.transaction().execute((t) => this.disableTotp(target, origin, t));
     const user = await this.active(target, trx);
+    const switchedOff = await this.#clearTotp(user, trx);
+    // With a passkey left, two-factor authentication stays on (accounts/passkeys.ts twoFactorIsOn).
+    const passkey = await trx
+      .selectFrom("passkeys")
+      .select("id")
+      .where("user_id", "=", user.id)
+      .executeTakeFirst();
+    if (switchedOff && !passkey)
+      await this.#securityEvents.record(trx, user, origin, {
+        type: "two_factor.disabled",
+        detail: { how: "switched_off" },
+      });
+  }
+
+  /**
+   * An admin switches two-factor authentication off: every second factor goes, TOTP and passkeys
+   * (and the sign-in with a passkey alone), so an owner who lost the phone holding them gets in
+   * with the password again.
+   */
+  async disableTwoFactor(user: User, origin: SecurityEventOrigin, trx: Transaction<Database>): Promise<void> {
+    const switchedOff = await this.#clearTotp(user, trx);
+    const passkeys = await trx.deleteFrom("passkeys").where("user_id", "=", user.id).executeTakeFirst();
+    await trx.updateTable("users").set({ passkey_sign_in: 0 }).where("id", "=", user.id).execute();
+    if (switchedOff || Number(passkeys.numDeletedRows) > 0)
+      await this.#securityEvents.record(trx, user, origin, {
+        type: "two_factor.disabled",
+        detail: { how: "switched_off" },
+      });
+  }
+
+  async #clearTotp(user: User, trx: Transaction<Database>): Promise<boolean> {
     const updated = await trx
       .updateTable("users")
       .set({
@@ -581,17 +613,7 @@ export class UserService {
       .where("id", "=", user.id)
       .where((eb) => eb.or([eb("totp_confirmed", "=", 1), eb("totp_secret", "is not", null)]))
       .executeTakeFirst();
-    // With a passkey left, two-factor authentication stays on (accounts/passkeys.ts twoFactorIsOn).
-    const passkey = await trx
-      .selectFrom("passkeys")
-      .select("id")
-      .where("user_id", "=", user.id)
-      .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) > 0 && !passkey)
-      await this.#securityEvents.record(trx, user, origin, {
-        type: "two_factor.disabled",
-        detail: { how: "switched_off" },
-      });
+    return Number(updated.numUpdatedRows) > 0;
   }
 
   /** An address is taken by any user or alias, deleted ones included: addresses are never reused. */

@@ -441,7 +441,7 @@ export class AdminUsers {
   async disableTotp(actor: Actor, email: string): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
       const user = await this.get(actor, email, trx);
-      await this.#users.disableTotp(user, actorOrigin(actor), trx);
+      await this.#users.disableTwoFactor(user, actorOrigin(actor), trx);
       await this.#audit.record(
         actor,
         { action: "user.totp.disable", target: user.email, targetDomainId: user.domainId },

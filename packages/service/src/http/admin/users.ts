@@ -367,7 +367,7 @@ export async function userRoutes(
     "/api/admin/users/:email/totp",
     {
       schema: {
-        ...adminRoute(tag, "Switch TOTP off"),
+        ...adminRoute(tag, "Switch two-factor authentication off (TOTP and passkeys)"),
         params: EmailParams,
         response: { 204: NoContent, ...adminErrors({ 404: notFound }, { body: true }) },
       },

@@ -56,6 +56,7 @@ export const refusals = area({
     "refusal.invite_code.owner_not_active": "There is no active user with this address you may manage.",
     "refusal.invite_code.used": "Another code is already this one.",
     "refusal.app_password.not_found": "There is no such app password.",
+    "refusal.passkey.busy": "Too many passkey sign-ins are under way; please try again in a few minutes.",
     "refusal.app_password.credentials_changed": "Your password changed meanwhile; please try again.",
     "refusal.app_password.name_invalid": "Give the device a name of 1 to 64 characters.",
     "refusal.app_password.scope_invalid": "Choose where the app password works.",
@@ -247,6 +248,8 @@ export const refusals = area({
       "Es gibt keinen aktiven Benutzer mit dieser Adresse, den du verwalten darfst.",
     "refusal.invite_code.used": "Diesen Code gibt es schon.",
     "refusal.app_password.not_found": "Dieses App-Passwort gibt es nicht.",
+    "refusal.passkey.busy":
+      "Gerade laufen zu viele Anmeldungen mit Passkey; bitte versuche es in ein paar Minuten noch einmal.",
     "refusal.app_password.credentials_changed":
       "Dein Passwort wurde inzwischen geändert; bitte versuche es noch einmal.",
     "refusal.app_password.name_invalid": "Gib dem Gerät einen Namen mit 1 bis 64 Zeichen.",
