@@ -1,6 +1,6 @@
 import { randomBytes, randomInt } from "node:crypto";
 import type { InstallationSecret } from "../config.ts";
-import { SecretBoxError } from "./mailcrypt.ts";
+import { boxParts, openBox, sealBox } from "./mailcrypt.ts";
 import { sodium } from "./sodium.ts";
 
 /**
@@ -17,8 +17,6 @@ const LENGTH = 16;
 const FORM = /^[a-z2-9]{16}$/;
 const PURPOSE = "app-password";
 const SALT_BYTES = 16;
-const NONCE_BYTES = 24;
-const MAC_BYTES = 16;
 const KEY_BYTES = 32;
 
 /** A new app password in its shown form, `abcd-efgh-jkmn-pqrs`. */
@@ -68,44 +66,22 @@ function boxKey(normalized: string, salt: Buffer, secret: InstallationSecret): B
   return keyedBlake2b(keysOf(secret).box, salt, Buffer.from(normalized, "utf8"));
 }
 
-/**
- * base64(salt[16] ‖ nonce[24] ‖ mac[16] ‖ ciphertext), keyed by
- * BLAKE2b-256(key = the installation's box key, salt ‖ app password).
- */
+/** A box of the usual format (mailcrypt.ts) keyed by BLAKE2b-256(key = the installation's box key, salt ‖ app password). */
 export function sealWithAppPassword(
   plaintext: string,
   normalized: string,
   secret: InstallationSecret,
 ): string {
   const salt = randomBytes(SALT_BYTES);
-  const nonce = randomBytes(NONCE_BYTES);
-  const key = boxKey(normalized, salt, secret);
-  const message = Buffer.from(plaintext, "utf8");
-  const sealed = Buffer.alloc(MAC_BYTES + message.length);
-  try {
-    sodium.crypto_secretbox_easy(sealed, message, nonce, key);
-  } finally {
-    sodium.sodium_memzero(key);
-  }
-  return Buffer.concat([salt, nonce, sealed]).toString("base64");
+  return sealBox(plaintext, salt, boxKey(normalized, salt, secret));
 }
 
 /** Opens a box made by sealWithAppPassword; throws SecretBoxError. */
 export function openWithAppPassword(box: string, normalized: string, secret: InstallationSecret): string {
-  const raw = Buffer.from(box, "base64");
-  if (raw.length < SALT_BYTES + NONCE_BYTES + MAC_BYTES)
-    throw new SecretBoxError("The encrypted message was truncated");
-  const salt = raw.subarray(0, SALT_BYTES);
-  const nonce = raw.subarray(SALT_BYTES, SALT_BYTES + NONCE_BYTES);
-  const sealed = raw.subarray(SALT_BYTES + NONCE_BYTES);
-  const key = boxKey(normalized, salt, secret);
-  const message = Buffer.alloc(sealed.length - MAC_BYTES);
-  let opened: boolean;
-  try {
-    opened = sodium.crypto_secretbox_open_easy(message, sealed, nonce, key);
-  } finally {
-    sodium.sodium_memzero(key);
-  }
-  if (!opened) throw new SecretBoxError("decryption of the app password's secret box failed");
-  return message.toString("utf8");
+  const parts = boxParts(box);
+  return openBox(
+    parts,
+    boxKey(normalized, parts.salt, secret),
+    "decryption of the app password's secret box failed",
+  );
 }

@@ -55,10 +55,17 @@ async function deriveKey(secret: string, salt: Buffer, pool: CryptoPool): Promis
 /** base64(salt[16] ‖ nonce[24] ‖ mac[16] ‖ ciphertext), keyed by Argon2id(secret, salt). */
 export async function sealSecretBox(plaintext: string, secret: string, pool: CryptoPool): Promise<string> {
   const salt = Buffer.alloc(SALT_BYTES);
-  const nonce = Buffer.alloc(NONCE_BYTES);
   sodium.randombytes_buf(salt);
+  return sealBox(plaintext, salt, await deriveKey(secret, salt, pool));
+}
+
+/**
+ * The box format (userli's, shared by the app passwords' boxes): base64(salt ‖ nonce ‖ mac ‖
+ * ciphertext) under `key`, which the caller derived from `salt`; the key is wiped after use.
+ */
+export function sealBox(plaintext: string, salt: Buffer, key: Buffer): string {
+  const nonce = Buffer.alloc(NONCE_BYTES);
   sodium.randombytes_buf(nonce);
-  const key = await deriveKey(secret, salt, pool);
   const message = Buffer.from(plaintext, "utf8");
   const sealed = Buffer.alloc(MAC_BYTES + message.length);
   try {
@@ -69,12 +76,8 @@ export async function sealSecretBox(plaintext: string, secret: string, pool: Cry
   return Buffer.concat([salt, nonce, sealed]).toString("base64");
 }
 
-// Standard alphabet, padding optional but never misplaced: Buffer.from(..., "base64") alone would
-// silently skip foreign characters.
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
-
-/** Opens a box made by sealSecretBox (or the reference implementation); throws SecretBoxError. */
-export async function openSecretBox(box: string, secret: string, pool: CryptoPool): Promise<string> {
+/** A box's parts; throws SecretBoxError when it is not one. */
+export function boxParts(box: string): { salt: Buffer; nonce: Buffer; sealed: Buffer } {
   if (typeof box !== "string" || !BASE64.test(box)) {
     throw new SecretBoxError("Base64 decoding of encrypted message failed");
   }
@@ -82,19 +85,34 @@ export async function openSecretBox(box: string, secret: string, pool: CryptoPoo
   if (raw.length < SALT_BYTES + NONCE_BYTES + MAC_BYTES) {
     throw new SecretBoxError("The encrypted message was truncated");
   }
-  const salt = raw.subarray(0, SALT_BYTES);
-  const nonce = raw.subarray(SALT_BYTES, SALT_BYTES + NONCE_BYTES);
-  const sealed = raw.subarray(SALT_BYTES + NONCE_BYTES);
-  const key = await deriveKey(secret, salt, pool);
-  const message = Buffer.alloc(sealed.length - MAC_BYTES);
+  return {
+    salt: raw.subarray(0, SALT_BYTES),
+    nonce: raw.subarray(SALT_BYTES, SALT_BYTES + NONCE_BYTES),
+    sealed: raw.subarray(SALT_BYTES + NONCE_BYTES),
+  };
+}
+
+/** Opens a box's parts with `key` (wiped after use); throws SecretBoxError with `failure`. */
+export function openBox(parts: { nonce: Buffer; sealed: Buffer }, key: Buffer, failure: string): string {
+  const message = Buffer.alloc(parts.sealed.length - MAC_BYTES);
   let opened: boolean;
   try {
-    opened = sodium.crypto_secretbox_open_easy(message, sealed, nonce, key);
+    opened = sodium.crypto_secretbox_open_easy(message, parts.sealed, parts.nonce, key);
   } finally {
     sodium.sodium_memzero(key);
   }
-  if (!opened) throw new SecretBoxError("decryption of mailCryptSecretBox failed");
+  if (!opened) throw new SecretBoxError(failure);
   return message.toString("utf8");
+}
+
+// Standard alphabet, padding optional but never misplaced: Buffer.from(..., "base64") alone would
+// silently skip foreign characters.
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
+
+/** Opens a box made by sealSecretBox (or the reference implementation); throws SecretBoxError. */
+export async function openSecretBox(box: string, secret: string, pool: CryptoPool): Promise<string> {
+  const parts = boxParts(box);
+  return openBox(parts, await deriveKey(secret, parts.salt, pool), "decryption of mailCryptSecretBox failed");
 }
 
 /** A new recovery token: lower-case canonical UUID v4. */
