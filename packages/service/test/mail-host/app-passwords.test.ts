@@ -6,9 +6,7 @@
  * secret, as the console does.
  */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import type { SecurityEventOrigin } from "../../src/accounts/security-events.ts";
 import { CryptoPool } from "../../src/credentials/crypto-pool.ts";
@@ -36,7 +34,16 @@ import {
   startPostfix,
   waitFor,
 } from "./host.ts";
-import { ImapSession, message, readInbox, SmtpSession } from "./protocols.ts";
+import {
+  ImapSession,
+  lmtpDeliver,
+  marker,
+  message,
+  readInbox,
+  SmtpSession,
+  storedMessages,
+  submitMessage,
+} from "./protocols.ts";
 
 const missing = missingPrerequisite([
   "/usr/sbin/dovecot",
@@ -89,63 +96,12 @@ async function appPassword(email: string, scope: "mail" | "smtp", name = "Phone"
   return created;
 }
 
-function marker(label: string): string {
-  return `${label}-${randomBytes(6).toString("hex")}`;
-}
-
-/** The stored message files of a user's INBOX (Maildir new/ and cur/). */
-function storedMessages(email: string): string[] {
-  const [local, domain] = email.split("@") as [string, string];
-  const maildir = join(dovecot.mailRoot, domain, local, "Maildir");
-  return ["new", "cur"].flatMap((sub) =>
-    existsSync(join(maildir, sub))
-      ? readdirSync(join(maildir, sub)).map((name) => join(maildir, sub, name))
-      : [],
-  );
-}
-
-/** LMTP straight to Dovecot: the DATA answer for the one recipient. */
-async function lmtp(to: string, text: string): Promise<number> {
-  const session = await SmtpSession.open(dovecot.lmtpPort);
-  try {
-    await session.command("LHLO test.client");
-    assert.equal((await session.command("MAIL FROM:<sender@sender.test>")).code, 250);
-    const rcpt = await session.command(`RCPT TO:<${to}>`);
-    assert.equal(rcpt.code, 250, rcpt.text);
-    const [data] = await session.data(text);
-    return data?.code ?? 0;
-  } finally {
-    await session.close();
-  }
-}
-
-/** Submission with STARTTLS and SMTP AUTH: the first reply that is not a success, or the last one. */
-async function submit(login: string, password: string, from: string, to: string, text: string) {
-  const session = await SmtpSession.open(postfix.submissionPort);
-  try {
-    await session.command("EHLO client.sender.test");
-    const tls = await session.startTls();
-    if (tls.code !== 220) return { stage: "STARTTLS", code: tls.code, text: tls.text };
-    await session.command("EHLO client.sender.test");
-    const steps: [string, () => Promise<{ code: number; text: string }>][] = [
-      ["AUTH", () => session.authPlain(login, password)],
-      ["MAIL", () => session.command(`MAIL FROM:<${from}>`)],
-      ["RCPT", () => session.command(`RCPT TO:<${to}>`)],
-      ["DATA", async () => (await session.data(text))[0] ?? { code: 0, text: "no answer" }],
-    ];
-    let last = { stage: "", code: 0, text: "" };
-    for (const [stage, step] of steps) {
-      const reply = await step();
-      last = { stage, code: reply.code, text: reply.text };
-      if (reply.code >= 400) return last;
-    }
-    return last;
-  } finally {
-    await session.close();
-  }
-}
-
 /** SMTP AUTH alone (no message): the AUTH reply's code. */
+/** LMTP straight to Dovecot: the DATA answer for the one recipient. */
+async function lmtpData(to: string, text: string): Promise<number> {
+  return (await lmtpDeliver(dovecot.lmtpPort, to, text)).data;
+}
+
 async function smtpAuth(login: string, password: string): Promise<number> {
   const session = await SmtpSession.open(postfix.submissionPort);
   try {
@@ -238,10 +194,10 @@ describe("app passwords on the mail host", { skip: missing ?? false }, () => {
     const { password } = await appPassword("alice@example.org", "mail");
     const secret = marker("crypt");
     assert.equal(
-      await lmtp("alice@example.org", message("sender@sender.test", "alice@example.org", secret)),
+      await lmtpData("alice@example.org", message("sender@sender.test", "alice@example.org", secret)),
       250,
     );
-    const stored = storedMessages("alice@example.org").map((file) => readFileSync(file));
+    const stored = storedMessages(dovecot.mailRoot, "alice@example.org").map((file) => readFileSync(file));
     assert.ok(stored.length > 0);
     for (const file of stored) {
       assert.equal(file.subarray(0, 7).toString("latin1"), "CRYPTED");
@@ -269,7 +225,7 @@ describe("app passwords on the mail host", { skip: missing ?? false }, () => {
     assert.equal(totp.status, 200, JSON.stringify(totp.body));
     const { password } = await appPassword(email, "mail");
     const secret = marker("required");
-    assert.equal(await lmtp(email, message("sender@sender.test", email, secret)), 250);
+    assert.equal(await lmtpData(email, message("sender@sender.test", email, secret)), 250);
     // Before: both work.
     assert.equal((await imapLogin(email, PASSWORD)).status, "OK");
     assert.equal(await smtpAuth(email, PASSWORD), 235);
@@ -280,7 +236,8 @@ describe("app passwords on the mail host", { skip: missing ?? false }, () => {
     const imap = await imapLogin(email, PASSWORD);
     assert.equal(imap.status, "NO");
     assert.match(imap.text, /^NO \[AUTHENTICATIONFAILED\]/);
-    const smtp = await submit(
+    const smtp = await submitMessage(
+      postfix.submissionPort,
       email,
       PASSWORD,
       email,
@@ -291,7 +248,8 @@ describe("app passwords on the mail host", { skip: missing ?? false }, () => {
     // The app password still reads the encrypted mail and sends.
     assert.ok(await inboxHas(email, password, `body of ${secret}`));
     const sentSecret = marker("sent-with-app-password");
-    const sent = await submit(
+    const sent = await submitMessage(
+      postfix.submissionPort,
       email,
       password,
       email,
@@ -330,7 +288,8 @@ describe("app passwords on the mail host", { skip: missing ?? false }, () => {
     const email = "printer@example.org";
     const { password } = await appPassword(email, "smtp", "Printer");
     const secret = marker("printed");
-    const sent = await submit(
+    const sent = await submitMessage(
+      postfix.submissionPort,
       email,
       password,
       email,

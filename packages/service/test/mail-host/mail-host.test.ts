@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { chownSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
@@ -33,7 +33,16 @@ import {
   startPostfix,
   waitFor,
 } from "./host.ts";
-import { ImapSession, message, readInbox, SmtpSession } from "./protocols.ts";
+import {
+  ImapSession,
+  lmtpDeliver,
+  marker,
+  message,
+  readInbox,
+  SmtpSession,
+  storedMessages,
+  submitMessage,
+} from "./protocols.ts";
 
 const missing = missingPrerequisite([
   "/usr/sbin/dovecot",
@@ -68,21 +77,6 @@ async function createUser(email: string, fields: Record<string, unknown> = {}): 
   assert.equal(answer.status, 201, JSON.stringify(answer.body));
 }
 
-function marker(label: string): string {
-  return `${label}-${randomBytes(6).toString("hex")}`;
-}
-
-/** The stored message files of a user's INBOX (Maildir new/ and cur/). */
-function storedMessages(email: string): string[] {
-  const [local, domain] = email.split("@") as [string, string];
-  const maildir = join(dovecot.mailRoot, domain, local, "Maildir");
-  return ["new", "cur"].flatMap((sub) =>
-    existsSync(join(maildir, sub))
-      ? readdirSync(join(maildir, sub)).map((name) => join(maildir, sub, name))
-      : [],
-  );
-}
-
 function home(email: string): string {
   const [local, domain] = email.split("@") as [string, string];
   return join(dovecot.mailRoot, domain, local);
@@ -95,21 +89,6 @@ async function inboxHas(email: string, text: string, password = PASSWORD): Promi
   } catch (error) {
     if (error instanceof Error && /refused: NO \[UNAVAILABLE\]/.test(error.message)) return false;
     throw error;
-  }
-}
-
-/** LMTP straight to Dovecot: the answer to the one recipient. */
-async function lmtp(to: string, text: string): Promise<{ rcpt: number; data: number; text: string }> {
-  const session = await SmtpSession.open(dovecot.lmtpPort);
-  try {
-    await session.command("LHLO test.client");
-    assert.equal((await session.command("MAIL FROM:<sender@sender.test>")).code, 250);
-    const rcpt = await session.command(`RCPT TO:<${to}>`);
-    if (rcpt.code !== 250) return { rcpt: rcpt.code, data: 0, text: rcpt.text };
-    const [data] = await session.data(text);
-    return { rcpt: rcpt.code, data: data?.code ?? 0, text: data?.text ?? "" };
-  } finally {
-    await session.close();
   }
 }
 
@@ -127,38 +106,6 @@ async function smtpIn(
     if (rcpt.code !== 250) return { mail: mail.code, rcpt: rcpt.code, data: 0, text: rcpt.text };
     const [data] = await session.data(text);
     return { mail: mail.code, rcpt: rcpt.code, data: data?.code ?? 0, text: data?.text ?? "" };
-  } finally {
-    await session.close();
-  }
-}
-
-/** Submission with STARTTLS and SMTP AUTH: the first reply that is not a success, or the last one. */
-async function submit(
-  login: string,
-  password: string,
-  from: string,
-  to: string,
-  text: string,
-): Promise<{ stage: string; code: number; text: string }> {
-  const session = await SmtpSession.open(postfix.submissionPort);
-  try {
-    await session.command("EHLO client.sender.test");
-    const tls = await session.startTls();
-    if (tls.code !== 220) return { stage: "STARTTLS", code: tls.code, text: tls.text };
-    await session.command("EHLO client.sender.test");
-    const steps: [string, () => Promise<{ code: number; text: string }>][] = [
-      ["AUTH", () => session.authPlain(login, password)],
-      ["MAIL", () => session.command(`MAIL FROM:<${from}>`)],
-      ["RCPT", () => session.command(`RCPT TO:<${to}>`)],
-      ["DATA", async () => (await session.data(text))[0] ?? { code: 0, text: "no answer" }],
-    ];
-    let last = { stage: "", code: 0, text: "" };
-    for (const [stage, step] of steps) {
-      const reply = await step();
-      last = { stage, code: reply.code, text: reply.text };
-      if (reply.code >= 400) return last;
-    }
-    return last;
   } finally {
     await session.close();
   }
@@ -297,10 +244,16 @@ describe("the mail host", { skip: missing ?? false }, () => {
     test("LMTP for a MailCrypt user: stored encrypted, read over IMAP with the password; without MailCrypt plain", async () => {
       const secret = marker("crypt");
       assert.equal(
-        (await lmtp("alice@example.org", message("sender@sender.test", "alice@example.org", secret))).data,
+        (
+          await lmtpDeliver(
+            dovecot.lmtpPort,
+            "alice@example.org",
+            message("sender@sender.test", "alice@example.org", secret),
+          )
+        ).data,
         250,
       );
-      const stored = storedMessages("alice@example.org").map((file) => readFileSync(file));
+      const stored = storedMessages(dovecot.mailRoot, "alice@example.org").map((file) => readFileSync(file));
       assert.ok(stored.length > 0);
       for (const file of stored) {
         // mail_crypt's file format: the "CRYPTED" magic, then the encrypted key and data.
@@ -311,18 +264,28 @@ describe("the mail host", { skip: missing ?? false }, () => {
 
       const plain = marker("plain");
       assert.equal(
-        (await lmtp("bob@example.org", message("sender@sender.test", "bob@example.org", plain))).data,
+        (
+          await lmtpDeliver(
+            dovecot.lmtpPort,
+            "bob@example.org",
+            message("sender@sender.test", "bob@example.org", plain),
+          )
+        ).data,
         250,
       );
       assert.ok(
-        storedMessages("bob@example.org").some((file) =>
+        storedMessages(dovecot.mailRoot, "bob@example.org").some((file) =>
           readFileSync(file, "utf8").includes(`body of ${plain}`),
         ),
       );
     });
 
     test("userdb: an unknown recipient is refused at RCPT; the quota comes from the service", async () => {
-      const unknown = await lmtp("nobody@example.org", message("a@b.test", "nobody@example.org", "x"));
+      const unknown = await lmtpDeliver(
+        dovecot.lmtpPort,
+        "nobody@example.org",
+        message("a@b.test", "nobody@example.org", "x"),
+      );
       assert.equal(unknown.rcpt, 550, unknown.text);
       const imap = await ImapSession.open(dovecot.imapPort);
       try {
@@ -375,7 +338,11 @@ describe("the mail host", { skip: missing ?? false }, () => {
           gateway.seen.length > answered500,
           "the sign-in reached the service's gateway and got its 500",
         );
-        const rcpt = await lmtp("alice@example.org", message("a@b.test", "alice@example.org", "x"));
+        const rcpt = await lmtpDeliver(
+          dovecot.lmtpPort,
+          "alice@example.org",
+          message("a@b.test", "alice@example.org", "x"),
+        );
         assert.equal(rcpt.rcpt, 451, rcpt.text);
 
         gateway.mode = "hang";
@@ -466,7 +433,7 @@ describe("the mail host", { skip: missing ?? false }, () => {
       );
       assert.equal(sent.data, 250, sent.text);
       await waitFor("the message in alice's INBOX", () => inboxHas("alice@example.org", `body of ${secret}`));
-      for (const file of storedMessages("alice@example.org")) {
+      for (const file of storedMessages(dovecot.mailRoot, "alice@example.org")) {
         assert.equal(readFileSync(file).subarray(0, 7).toString("latin1"), "CRYPTED");
       }
       // Postfix's log is written by postlogd, which may come after the message is readable.
@@ -498,7 +465,8 @@ describe("the mail host", { skip: missing ?? false }, () => {
 
     test("submission with SMTP AUTH: the right password sends, a wrong one and a spam-flagged user are refused", async () => {
       const secret = marker("submitted");
-      const sent = await submit(
+      const sent = await submitMessage(
+        postfix.submissionPort,
         "alice@example.org",
         PASSWORD,
         "alice@example.org",
@@ -510,7 +478,8 @@ describe("the mail host", { skip: missing ?? false }, () => {
         inboxHas("bob@example.org", `body of ${secret}`),
       );
 
-      const wrong = await submit(
+      const wrong = await submitMessage(
+        postfix.submissionPort,
         "wrong@example.org",
         "not the password at all",
         "wrong@example.org",
@@ -518,13 +487,21 @@ describe("the mail host", { skip: missing ?? false }, () => {
         "x",
       );
       assert.deepEqual([wrong.stage, wrong.code], ["AUTH", 535], wrong.text);
-      const spam = await submit("spam@example.org", PASSWORD, "spam@example.org", "bob@example.org", "x");
+      const spam = await submitMessage(
+        postfix.submissionPort,
+        "spam@example.org",
+        PASSWORD,
+        "spam@example.org",
+        "bob@example.org",
+        "x",
+      );
       assert.deepEqual([spam.stage, spam.code], ["AUTH", 535], spam.text);
     });
 
     test("per_hour = 3: the fourth message in the hour is refused by the policy server", async () => {
       for (let i = 1; i <= 3; i++) {
-        const sent = await submit(
+        const sent = await submitMessage(
+          postfix.submissionPort,
           "limited@example.org",
           PASSWORD,
           "limited@example.org",
@@ -533,7 +510,8 @@ describe("the mail host", { skip: missing ?? false }, () => {
         );
         assert.deepEqual([sent.stage, sent.code], ["DATA", 250], `message ${i}: ${sent.text}`);
       }
-      const fourth = await submit(
+      const fourth = await submitMessage(
+        postfix.submissionPort,
         "limited@example.org",
         PASSWORD,
         "limited@example.org",
@@ -546,11 +524,19 @@ describe("the mail host", { skip: missing ?? false }, () => {
     });
 
     test("sending as an address the user does not own is refused (smtpd_sender_login_maps)", async () => {
-      const refused = await submit("alice@example.org", PASSWORD, "bob@example.org", "bob@example.org", "x");
+      const refused = await submitMessage(
+        postfix.submissionPort,
+        "alice@example.org",
+        PASSWORD,
+        "bob@example.org",
+        "bob@example.org",
+        "x",
+      );
       assert.equal(refused.code, 553, refused.text);
       assert.match(refused.text, /not owned by user alice@example\.org/);
       // An alias the user receives counts as the user's own address.
-      const alias = await submit(
+      const alias = await submitMessage(
+        postfix.submissionPort,
         "alice@example.org",
         PASSWORD,
         "team@example.org",
@@ -609,7 +595,13 @@ describe("the mail host", { skip: missing ?? false }, () => {
   describe("the janitor", () => {
     test("a user deleted through the admin API is purged after the retention period", async () => {
       assert.equal(
-        (await lmtp("gone@example.org", message("a@b.test", "gone@example.org", marker("gone")))).data,
+        (
+          await lmtpDeliver(
+            dovecot.lmtpPort,
+            "gone@example.org",
+            message("a@b.test", "gone@example.org", marker("gone")),
+          )
+        ).data,
         250,
       );
       assert.ok(existsSync(home("gone@example.org")));
@@ -629,7 +621,13 @@ describe("the mail host", { skip: missing ?? false }, () => {
 
     test("a reset purges at once; the new password opens an empty mailbox", async () => {
       assert.equal(
-        (await lmtp("reset@example.org", message("a@b.test", "reset@example.org", marker("old")))).data,
+        (
+          await lmtpDeliver(
+            dovecot.lmtpPort,
+            "reset@example.org",
+            message("a@b.test", "reset@example.org", marker("old")),
+          )
+        ).data,
         250,
       );
       const resetAt = Date.now();
@@ -646,8 +644,13 @@ describe("the mail host", { skip: missing ?? false }, () => {
       // The script where dovecot-sieve reads it (the snippet's sieve active path) ...
       const userHome = home("forwarder@example.org");
       assert.equal(
-        (await lmtp("forwarder@example.org", message("a@b.test", "forwarder@example.org", marker("before"))))
-          .data,
+        (
+          await lmtpDeliver(
+            dovecot.lmtpPort,
+            "forwarder@example.org",
+            message("a@b.test", "forwarder@example.org", marker("before")),
+          )
+        ).data,
         250,
       );
       writeFileSync(
@@ -658,7 +661,13 @@ describe("the mail host", { skip: missing ?? false }, () => {
       // ... is Dovecot's: a message to the forwarder goes on to alice through Postfix.
       const forwarded = marker("forwarded");
       assert.equal(
-        (await lmtp("forwarder@example.org", message("a@b.test", "forwarder@example.org", forwarded))).data,
+        (
+          await lmtpDeliver(
+            dovecot.lmtpPort,
+            "forwarder@example.org",
+            message("a@b.test", "forwarder@example.org", forwarded),
+          )
+        ).data,
         250,
       );
       await waitFor(

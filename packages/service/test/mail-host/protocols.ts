@@ -2,7 +2,10 @@
  * Small SMTP, LMTP and IMAP clients over node:net for the mail-host tests: enough of each protocol
  * to see every reply code the servers give, which a full client library would turn into exceptions.
  */
+import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 
 /** Reads CRLF lines from a socket; `raw(n)` takes n bytes as they come (IMAP literals). */
@@ -247,4 +250,73 @@ export function message(from: string, to: string, marker: string): string {
     `body of ${marker}`,
     "",
   ].join("\r\n");
+}
+
+/** A marker no other test writes: `label-<12 hex digits>`. */
+export function marker(label: string): string {
+  return `${label}-${randomBytes(6).toString("hex")}`;
+}
+
+/** The stored message files of a user's INBOX (Maildir new/ and cur/) under Dovecot's mail root. */
+export function storedMessages(mailRoot: string, email: string): string[] {
+  const [local, domain] = email.split("@") as [string, string];
+  const maildir = join(mailRoot, domain, local, "Maildir");
+  return ["new", "cur"].flatMap((sub) =>
+    existsSync(join(maildir, sub))
+      ? readdirSync(join(maildir, sub)).map((name) => join(maildir, sub, name))
+      : [],
+  );
+}
+
+/** LMTP straight to Dovecot: the answer to the one recipient. */
+export async function lmtpDeliver(
+  port: number,
+  to: string,
+  text: string,
+): Promise<{ rcpt: number; data: number; text: string }> {
+  const session = await SmtpSession.open(port);
+  try {
+    await session.command("LHLO test.client");
+    const from = await session.command("MAIL FROM:<sender@sender.test>");
+    if (from.code !== 250) return { rcpt: 0, data: 0, text: from.text };
+    const rcpt = await session.command(`RCPT TO:<${to}>`);
+    if (rcpt.code !== 250) return { rcpt: rcpt.code, data: 0, text: rcpt.text };
+    const [data] = await session.data(text);
+    return { rcpt: rcpt.code, data: data?.code ?? 0, text: data?.text ?? "" };
+  } finally {
+    await session.close();
+  }
+}
+
+/** Submission with STARTTLS and SMTP AUTH: the first reply that is not a success, or the last one. */
+export async function submitMessage(
+  port: number,
+  login: string,
+  password: string,
+  from: string,
+  to: string,
+  text: string,
+): Promise<{ stage: string; code: number; text: string }> {
+  const session = await SmtpSession.open(port);
+  try {
+    await session.command("EHLO client.sender.test");
+    const tls = await session.startTls();
+    if (tls.code !== 220) return { stage: "STARTTLS", code: tls.code, text: tls.text };
+    await session.command("EHLO client.sender.test");
+    const steps: [string, () => Promise<{ code: number; text: string }>][] = [
+      ["AUTH", () => session.authPlain(login, password)],
+      ["MAIL", () => session.command(`MAIL FROM:<${from}>`)],
+      ["RCPT", () => session.command(`RCPT TO:<${to}>`)],
+      ["DATA", async () => (await session.data(text))[0] ?? { code: 0, text: "no answer" }],
+    ];
+    let last = { stage: "", code: 0, text: "" };
+    for (const [stage, step] of steps) {
+      const reply = await step();
+      last = { stage, code: reply.code, text: reply.text };
+      if (reply.code >= 400) return last;
+    }
+    return last;
+  } finally {
+    await session.close();
+  }
 }
