@@ -41,31 +41,26 @@
     allowCredentials: credentialsOf(options.allowCredentials),
   });
 
-  const registration = (credential) => ({
+  // A credential as JSON, the same around both ceremonies' responses.
+  const asJson = (credential, response) => ({
     id: credential.id,
     rawId: toText(credential.rawId),
     type: credential.type,
     authenticatorAttachment: credential.authenticatorAttachment || undefined,
     clientExtensionResults: credential.getClientExtensionResults(),
-    response: {
-      clientDataJSON: toText(credential.response.clientDataJSON),
+    response: { clientDataJSON: toText(credential.response.clientDataJSON), ...response },
+  });
+  const registration = (credential) =>
+    asJson(credential, {
       attestationObject: toText(credential.response.attestationObject),
       transports: credential.response.getTransports ? credential.response.getTransports() : [],
-    },
-  });
-  const assertion = (credential) => ({
-    id: credential.id,
-    rawId: toText(credential.rawId),
-    type: credential.type,
-    authenticatorAttachment: credential.authenticatorAttachment || undefined,
-    clientExtensionResults: credential.getClientExtensionResults(),
-    response: {
-      clientDataJSON: toText(credential.response.clientDataJSON),
+    });
+  const assertion = (credential) =>
+    asJson(credential, {
       authenticatorData: toText(credential.response.authenticatorData),
       signature: toText(credential.response.signature),
       userHandle: credential.response.userHandle ? toText(credential.response.userHandle) : undefined,
-    },
-  });
+    });
 
   /** Shows a message in the box's alert (and marks the field it belongs to), or clears it. */
   const say = (box, message, field) => {
