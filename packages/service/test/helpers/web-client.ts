@@ -16,8 +16,7 @@ export class WebClient {
 
   async request(method: string, path: string, form?: Record<string, string | string[]>) {
     const headers: Record<string, string> = {};
-    if (this.#cookies.size > 0)
-      headers.cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join("; ");
+    this.#sendCookies(headers);
     let body: string | undefined;
     if (form) {
       headers["content-type"] = "application/x-www-form-urlencoded";
@@ -27,12 +26,7 @@ export class WebClient {
       body = params.toString();
     }
     const response = await fetch(`${this.#url}${path}`, { method, headers, redirect: "manual", body });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = ""] = line.split(";");
-      const [name = "", value = ""] = pair.split("=");
-      if (value === "") this.#cookies.delete(name);
-      else this.#cookies.set(name, value);
-    }
+    this.#keepCookies(response);
     const text = await response.text();
     const token = /name="_csrf" value="([^"]+)"/.exec(text)?.[1];
     if (token) this.#csrf = token;
@@ -73,8 +67,7 @@ export class WebClient {
 
   async #post(path: string, body: FormData | string | Uint8Array, contentType?: string) {
     const headers: Record<string, string> = contentType ? { "content-type": contentType } : {};
-    if (this.#cookies.size > 0)
-      headers.cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join("; ");
+    this.#sendCookies(headers);
     const response = await fetch(`${this.#url}${path}`, {
       method: "POST",
       headers,
@@ -91,20 +84,14 @@ export class WebClient {
   /** JSON as the pages' script sends it (static/passkeys.js): the CSRF token of the last page in a header. */
   async postJson(path: string, json: unknown, { csrf = this.#csrf }: { csrf?: string } = {}) {
     const headers: Record<string, string> = { "content-type": "application/json", "csrf-token": csrf };
-    if (this.#cookies.size > 0)
-      headers.cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join("; ");
+    this.#sendCookies(headers);
     const response = await fetch(`${this.#url}${path}`, {
       method: "POST",
       headers,
       redirect: "manual",
       body: JSON.stringify(json),
     });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = ""] = line.split(";");
-      const [name = "", value = ""] = pair.split("=");
-      if (value === "") this.#cookies.delete(name);
-      else this.#cookies.set(name, value);
-    }
+    this.#keepCookies(response);
     const text = await response.text();
     let body: any;
     try {
@@ -113,6 +100,20 @@ export class WebClient {
       body = undefined;
     }
     return { status: response.status, location: response.headers.get("location"), text, body };
+  }
+
+  #sendCookies(headers: Record<string, string>): void {
+    if (this.#cookies.size > 0)
+      headers.cookie = [...this.#cookies].map(([name, value]) => `${name}=${value}`).join("; ");
+  }
+
+  #keepCookies(response: Response): void {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = ""] = line.split(";");
+      const [name = "", value = ""] = pair.split("=");
+      if (value === "") this.#cookies.delete(name);
+      else this.#cookies.set(name, value);
+    }
   }
 
   /** The CSRF token of the last page seen. */
