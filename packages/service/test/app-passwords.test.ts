@@ -428,6 +428,17 @@ describe("app passwords", () => {
     assert.equal((await passdb("gina@example.org", right, "203.0.113.99")).status, 200);
   });
 
+  test("junk app passwords from many addresses do not lock out the owner's phone on a new address", async () => {
+    await service.services.users.create({ email: "roamer@example.org", password });
+    const { password: app } = await create("roamer@example.org", "Phone", "mail");
+    for (let i = 0; i < 25; i++)
+      assert.equal(
+        (await passdb("roamer@example.org", generateAppPassword(), `2001:db8:99:${i}::1`)).status,
+        401,
+      );
+    assert.equal((await passdb("roamer@example.org", app, "2001:db8:77::1")).status, 200);
+  });
+
   test("deleted and spam users get the ordinary answers with an app password", async () => {
     const { appPasswords } = service.services;
     const spam = await appPasswords.createByAdmin(

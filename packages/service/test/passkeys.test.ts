@@ -300,7 +300,10 @@ describe("passkeys", () => {
     await client.post("/account/passkeys/sign-in", { passkeySignIn: "on" });
     await service.services.lifecycle.delete("dave@example.org", byTest);
     assert.equal((await passkeyRows("dave@example.org")).length, 0);
-    assert.equal((await passkeyAlone(second.credential)).answer.status, 401);
+    // Refused: 401, or 429 once this test's one client address has failed often enough (a passkey
+    // alone is counted per client, never against the passkey's owner).
+    const refused = (await passkeyAlone(second.credential)).answer.status;
+    assert.ok(refused === 401 || refused === 429, String(refused));
   });
 
   test("an admin switching two-factor off removes the passkeys too: the owner signs in with the password", async () => {

@@ -14,6 +14,7 @@ import type { Kysely, Transaction } from "kysely";
 import { insertReturningId } from "../db/insert.ts";
 import { type Database, flag, type PasskeyChallengePurpose, toFlag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
+import { clientGroup } from "./client-address.ts";
 import { endWebSessions, isActiveUser } from "./queries.ts";
 import { effectiveRoles } from "./roles.ts";
 import {
@@ -58,8 +59,17 @@ export const passkeyNoAppUrl = refusal(
   "conflict",
   () => "passkeys need the setting app_url (the public address of the web interface)",
 );
+/** Passkeys one account holds at most (a person's devices and security keys). */
+export const maxPasskeysPerUser = 20;
+export const passkeyLimitReached = refusal(
+  "passkey.limit_reached",
+  "conflict",
+  () => `at most ${maxPasskeysPerUser} passkeys per user; remove one first`,
+);
 /** Unanswered sign-in challenges kept at most (each lives 5 minutes). */
-export const maxOpenSignInChallenges = 10_000;
+export const maxOpenSignInChallenges = 100_000;
+/** Sign-in challenges one network (IPv4 /24, IPv6 /48) is handed per 5 minutes, per instance. */
+export const signInChallengesPerNetwork = 30;
 export const passkeyChallengesBusy = refusal(
   "passkey.busy",
   "unavailable",
@@ -106,7 +116,8 @@ interface RelyingParty {
   name: string;
 }
 
-const b64url = /^[A-Za-z0-9_-]{1,1400}$/;
+// A credential id as stored (a varchar(255) with a unique index): longer ones are refused, not cut.
+const b64url = /^[A-Za-z0-9_-]{1,255}$/;
 const transportNames = new Set(["ble", "cable", "hybrid", "internal", "nfc", "smart-card", "usb"]);
 
 /** The answer's credential id when it has the shape of one; anything else is no answer. */
@@ -139,6 +150,8 @@ export class PasskeyService {
   readonly #settings: SettingsService;
   readonly #guard: SignInGuard;
   readonly #events: SecurityEventLog;
+  /** Sign-in challenges handed out per network in the current 5 minutes (#countSignInChallenge). */
+  readonly #handedOut = new Map<string, { since: number; count: number }>();
 
   constructor(db: Kysely<Database>, settings: SettingsService, guard: SignInGuard, events: SecurityEventLog) {
     this.#db = db;
@@ -277,6 +290,12 @@ export class PasskeyService {
         .where(isActiveUser)
         .executeTakeFirst();
       if (!before) throw passkeyNotVerified();
+      const { count } = await trx
+        .selectFrom("passkeys")
+        .select((eb) => eb.fn.countAll<number>().as("count"))
+        .where("user_id", "=", user.id)
+        .executeTakeFirstOrThrow();
+      if (Number(count) >= maxPasskeysPerUser) throw passkeyLimitReached();
       const hadOne = await twoFactorIsOn(trx, {
         ...user,
         totpConfirmed: flag(before.totp_confirmed),
@@ -378,8 +397,12 @@ export class PasskeyService {
    * for a sign-in with a passkey alone none (the authenticator offers its discoverable ones), and
    * user verification is required then.
    */
-  async authenticationOptions(user: User | null): Promise<PublicKeyCredentialRequestOptionsJSON> {
+  async authenticationOptions(
+    user: User | null,
+    origin: CheckOrigin = {},
+  ): Promise<PublicKeyCredentialRequestOptionsJSON> {
     const rp = await this.relyingParty();
+    if (!user) this.#countSignInChallenge(origin);
     const allow = user
       ? await this.#db
           .selectFrom("passkeys")
@@ -429,17 +452,11 @@ export class PasskeyService {
    * the owner's address once the passkey is known). A refused known user is `sign_in.failed`.
    */
   async signIn(response: unknown, origin: CheckOrigin): Promise<PasskeySignInResult> {
-    const credentialId = credentialIdOf(response);
-    const owner = credentialId
-      ? await this.#db
-          .selectFrom("passkeys")
-          .innerJoin("users", "users.id", "passkeys.user_id")
-          .select("users.email")
-          .where("passkeys.credential_id", "=", credentialId)
-          .executeTakeFirst()
-      : undefined;
+    // Counted for the client only: an answer's signature cannot be guessed, and charging the
+    // passkey's owner (whose credential ids /2fa hands out) would let anyone exhaust the owner's
+    // daily ceiling with junk answers.
     const guarded = await this.#guard.attempt<PasskeySignInResult>(
-      attemptFrom("second_factor", owner?.email ?? null, origin),
+      attemptFrom("second_factor", null, origin),
       async () => {
         const checked = await this.#check(response, "sign_in", null, origin);
         if (!checked || checked.user.deleted) return { right: false, value: { kind: "wrong" } };
@@ -541,7 +558,7 @@ export class PasskeyService {
               .executeTakeFirst()
           ).numUpdatedRows,
         );
-    // MariaDB counts only changed rows: an unchanged row (counter 0, the same second) is no copy.
+    // A counter above 0 that did not rise (no row updated) is a copy; a counter of 0 is never judged.
     if (cloned || (updated === 0 && newCounter > 0)) {
       await this.#record(user, origin, { type: "passkey.cloned", detail: { id } });
       return null;
@@ -549,13 +566,39 @@ export class PasskeyService {
     return { user, signInAllowed: flag(row.passkey_sign_in) };
   }
 
+  /**
+   * The sign-in's challenges are handed to anyone: one network gets a few per 5 minutes (on this
+   * instance), so no one fills the table's bound alone and locks everyone out of passkey sign-in.
+   */
+  #countSignInChallenge(origin: CheckOrigin): void {
+    const address = origin.client?.address;
+    const network = (address ? clientGroup(address, "network") : null) ?? `door:${origin.door ?? "web"}`;
+    const now = Date.now();
+    const window = this.#handedOut.get(network);
+    if (!window || window.since < now - 300_000) {
+      this.#handedOut.delete(network);
+      this.#handedOut.set(network, { since: now, count: 1 });
+      if (this.#handedOut.size > 10_000)
+        for (const old of [...this.#handedOut.keys()].slice(0, 1_000)) this.#handedOut.delete(old);
+      return;
+    }
+    if (++window.count > signInChallengesPerNetwork) throw passkeyChallengesBusy();
+  }
+
   /** A new challenge: its bytes for the options (which encode them), its base64url (as signed) stored. */
   async #issue(purpose: PasskeyChallengePurpose, userId: number | null): Promise<Uint8Array<ArrayBuffer>> {
     const now = nowSeconds();
     const bytes = new Uint8Array(randomBytes(32));
     const challenge = Buffer.from(bytes).toString("base64url");
-    // Unanswered challenges go with the next one handed out: the table stays small.
+    // Unanswered challenges go with the next one handed out: the table stays small. A user's
+    // earlier open challenge of the same purpose goes too: one ceremony at a time per account.
     await this.#db.deleteFrom("passkey_challenges").where("expires_at", "<", now).execute();
+    if (userId !== null)
+      await this.#db
+        .deleteFrom("passkey_challenges")
+        .where("user_id", "=", userId)
+        .where("purpose", "=", purpose)
+        .execute();
     // The sign-in's challenges are handed to anyone: a flood of requests may not fill the table.
     if (purpose === "sign_in") {
       const { count } = await this.#db

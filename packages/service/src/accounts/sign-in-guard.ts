@@ -183,8 +183,8 @@ export class SignInGuard {
 
   /**
    * The guard for a check that is cheap and that guessing cannot win (an app password: 81 random
-   * bits), on the mail server's hot path: checked first, then only a failure is counted, on the same
-   * counters with the same delays and ceiling as `attempt`. A client already held back is refused
+   * bits), on the mail server's hot path: checked first, then only a failure is counted, on the
+   * client's counter with the same delays as `attempt` (no account ceiling). A client already held back is refused
    * unchecked. A right secret of a trusted client writes nothing (its trust is renewed at most once
    * an hour). Parallel guesses are not held in line: they may all get verdicts before the first
    * failure is counted, which against 2^81 values gains nothing. `check` returns null to hand the
@@ -209,12 +209,12 @@ export class SignInGuard {
     }
     const trusted = trustedAt !== null;
     const clientSubject = trusted ? `t:${kind}:${client}|${account}` : `c:${kind}:${client}`;
-    const accountSubject = account !== null && !trusted ? `a:${kind}:${account}` : null;
-    for (const subject of accountSubject ? [clientSubject, accountSubject] : [clientSubject]) {
-      const [row] = await this.#counters(subject);
-      const blockedUntil = row ? Number(row.blocked_until) : 0;
-      if (blockedUntil > now) return { outcome: "throttled", retryAfter: blockedUntil - now };
-    }
+    // No daily ceiling per account here: it stops distributed guessing of secrets a person chose,
+    // which these are not, and it would let anyone with 20 addresses lock the owner's roaming
+    // phones out for a day. Each client is still held back by its own failures.
+    const [row] = await this.#counters(clientSubject);
+    const blockedUntil = row ? Number(row.blocked_until) : 0;
+    if (blockedUntil > now) return { outcome: "throttled", retryAfter: blockedUntil - now };
     const verdict = await withCryptoContext({ lane: laneOf[attempt.door], signal: attempt.signal }, check);
     if (verdict === null) return null;
     if (verdict.right) {
@@ -228,10 +228,6 @@ export class SignInGuard {
       return { outcome: "right", value: verdict.value, trusted };
     }
     await this.#reserve(clientSubject, clientPolicy, now, false);
-    if (accountSubject) {
-      await this.#reserve(accountSubject, accountCeiling, now, false);
-      await this.#afterFailure(account as string, kind, now);
-    }
     return { outcome: "wrong", value: verdict.value };
   }
 

@@ -30,5 +30,11 @@ export const passkeyChallenges: VersionedMigration = {
       .on("passkey_challenges")
       .columns(["expires_at"])
       .execute();
+    // The open sign-in challenges are counted (a bound on what anyone may be handed).
+    await db.schema
+      .createIndex("passkey_challenges_purpose")
+      .on("passkey_challenges")
+      .columns(["purpose", "expires_at"])
+      .execute();
   },
 };

@@ -56,6 +56,7 @@ export const refusals = area({
     "refusal.invite_code.owner_not_active": "There is no active user with this address you may manage.",
     "refusal.invite_code.used": "Another code is already this one.",
     "refusal.app_password.not_found": "There is no such app password.",
+    "refusal.passkey.limit_reached": "You have 20 passkeys; remove one you no longer use first.",
     "refusal.passkey.busy": "Too many passkey sign-ins are under way; please try again in a few minutes.",
     "refusal.app_password.credentials_changed": "Your password changed meanwhile; please try again.",
     "refusal.app_password.name_invalid": "Give the device a name of 1 to 64 characters.",
@@ -248,6 +249,8 @@ export const refusals = area({
       "Es gibt keinen aktiven Benutzer mit dieser Adresse, den du verwalten darfst.",
     "refusal.invite_code.used": "Diesen Code gibt es schon.",
     "refusal.app_password.not_found": "Dieses App-Passwort gibt es nicht.",
+    "refusal.passkey.limit_reached":
+      "Du hast 20 Passkeys; entferne zuerst einen, den du nicht mehr brauchst.",
     "refusal.passkey.busy":
       "Gerade laufen zu viele Anmeldungen mit Passkey; bitte versuche es in ein paar Minuten noch einmal.",
     "refusal.app_password.credentials_changed":

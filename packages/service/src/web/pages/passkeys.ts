@@ -200,7 +200,7 @@ export async function passkeyPages(app: FastifyInstance, services: WebServices) 
   // A sign-in with a passkey alone (discoverable credential): no session before it.
   app.post("/login/passkey/options", { preHandler: app.csrfProtection }, async (request, reply) => {
     try {
-      return { options: await passkeys.authenticationOptions(null) };
+      return { options: await passkeys.authenticationOptions(null, webOrigin(request, reply)) };
     } catch (error) {
       return refuse(reply, request, error);
     }
