@@ -182,11 +182,13 @@ describe("passkeys", () => {
     assert.equal(done.status, 200, done.text);
     const [alices] = await passkeyRows("alice@example.org");
     await bob.get("/account/passkeys");
-    const removal = await bob.post(`/account/passkeys/${alices?.id}/remove`);
+    assert.equal((await bob.get(`/account/passkeys/${alices?.id}/remove`)).status, 404);
+    const removal = await bob.post(`/account/passkeys/${alices?.id}/remove`, { password });
     assert.equal(removal.status, 404);
     assert.equal((await passkeyRows("alice@example.org")).length, 1);
     const bobUser = await service.services.users.get("bob@example.org");
-    await assert.rejects(service.services.passkeys.remove(bobUser, Number(alices?.id), byTest), (error) =>
+    const bobsProof = await service.services.signIn.confirmPassword(bobUser, password, { door: "web" });
+    await assert.rejects(service.services.passkeys.remove(bobsProof, Number(alices?.id), byTest), (error) =>
       isRefusal(error, passkeyNotFound),
     );
     // Bob's passkey at Alice's second step.
@@ -354,7 +356,15 @@ describe("passkeys", () => {
     await db().deleteFrom("sign_in_failures").execute();
     const alice = await signedInClient("alice@example.org", alicePasskey);
     const [row] = await passkeyRows("alice@example.org");
-    const removed = await alice.post(`/account/passkeys/${row?.id}/remove`);
+    // The password is asked again: without it (or with a wrong one) the form comes back, nothing goes.
+    assert.equal((await alice.get(`/account/passkeys/${row?.id}/remove`)).status, 200);
+    const unconfirmed = await alice.post(`/account/passkeys/${row?.id}/remove`, {
+      password: "not the password",
+    });
+    assert.equal(unconfirmed.status, 422);
+    assert.equal((await passkeyRows("alice@example.org")).length, 1);
+    await alice.get(`/account/passkeys/${row?.id}/remove`);
+    const removed = await alice.post(`/account/passkeys/${row?.id}/remove`, { password });
     assert.equal(removed.location, "/account/passkeys");
     const page = await alice.get("/account/passkeys");
     assert.match(page.text, /Two-factor authentication is now off/);

@@ -176,6 +176,13 @@ export class PasskeyService {
     return twoFactorIsOn(this.#db, user);
   }
 
+  /** One of the user's passkeys, or `passkey.not_found`. */
+  async get(user: User, id: number): Promise<Passkey> {
+    const found = (await this.list(user)).find((passkey) => passkey.id === id);
+    if (!found) throw passkeyNotFound();
+    return found;
+  }
+
   async list(user: User): Promise<Passkey[]> {
     const rows = await this.#db
       .selectFrom("passkeys")
@@ -340,7 +347,12 @@ export class PasskeyService {
    * found). Removing the last second factor turns two-factor authentication off, as switching TOTP
    * off does: `two_factor.disabled`, and signing in with a passkey alone goes off with it.
    */
-  async remove(user: User, id: number, origin: SecurityEventOrigin): Promise<void> {
+  /**
+   * Removes one of the owner's passkeys; the password is asked again (a proof), as for switching TOTP
+   * off: a session left open must not take the second factor away.
+   */
+  async remove(proof: ConfirmedPassword, id: number, origin: SecurityEventOrigin): Promise<void> {
+    const { user } = proof;
     if (!Number.isSafeInteger(id) || id <= 0) throw passkeyNotFound();
     await this.#db.transaction().execute(async (trx) => {
       const deleted = await trx

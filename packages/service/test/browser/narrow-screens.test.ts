@@ -4,6 +4,7 @@ import * as openpgp from "openpgp";
 import type { Browser, Page } from "playwright-core";
 import { checkAddress, checkDomain } from "../../src/accounts/address-syntax.ts";
 import { currentTotpCode } from "../../src/credentials/totp.ts";
+import { insertReturningId } from "../../src/db/insert.ts";
 import {
   browserUnavailable,
   fillByLabel,
@@ -224,17 +225,15 @@ describe(`web: every page fits ${width} px with the longest addresses, domains a
     // out again, so the later sign-ins of this address need no second step).
     const { db } = service.services.database;
     const { id: userId } = await service.services.users.get(person);
-    await db
-      .insertInto("passkeys")
-      .values({
-        user_id: userId,
-        credential_id: "narrow-screens",
-        public_key: "AA",
-        name: "A laptop with a long name someone gave it to tell it apart: 64ch",
-        created_at: Math.floor(Date.now() / 1000),
-      })
-      .execute();
+    const passkeyId = await insertReturningId(db, "passkeys", {
+      user_id: userId,
+      credential_id: "narrow-screens",
+      public_key: "AA",
+      name: "A laptop with a long name someone gave it to tell it apart: 64ch",
+      created_at: Math.floor(Date.now() / 1000),
+    });
     await visit(page, "/account/passkeys");
+    await visit(page, `/account/passkeys/${passkeyId}/remove`);
     await db.deleteFrom("passkeys").where("user_id", "=", userId).execute();
 
     // The flash of the issue: "Your new alias newsletter.subscriptions.2026@… is ready."

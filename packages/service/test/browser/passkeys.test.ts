@@ -157,7 +157,9 @@ describe("web: passkeys with Chromium's virtual authenticator (real Chromium)", 
 
     // Remove it: the last second factor, so two-factor authentication is off again.
     await page.goto(`${base}/account/passkeys`);
-    await page.getByRole("button", { name: "Remove passkey Laptop" }).click();
+    await page.getByRole("link", { name: "Remove passkey Laptop" }).click();
+    await page.getByLabel("Confirm with your password").fill(password);
+    await page.getByRole("button", { name: "Remove" }).click();
     await page.locator(".flash").filter({ hasText: "Two-factor authentication is now off" }).waitFor();
     assert.match(await page.locator("main").innerText(), /You have no passkey yet/);
     assert.equal(await events("passkey.removed"), 1);

@@ -20,6 +20,9 @@ export const passkeys = area({
     "passkeys.actions": "Actions",
     "passkeys.remove": "Remove",
     "passkeys.removeNamed": "Remove passkey {name}",
+    "passkeys.removeTitle": "Remove the passkey “{name}”",
+    "passkeys.removeWarning":
+      "The passkey no longer signs you in. If it is your last passkey and TOTP is off, two-factor authentication is off too.",
     "passkeys.add": "Add a passkey",
     "passkeys.addSubmit": "Add passkey",
     "passkeys.confirmPassword": "Confirm with your password",
@@ -74,6 +77,9 @@ export const passkeys = area({
     "passkeys.actions": "Aktionen",
     "passkeys.remove": "Entfernen",
     "passkeys.removeNamed": "Passkey {name} entfernen",
+    "passkeys.removeTitle": "Den Passkey „{name}“ entfernen",
+    "passkeys.removeWarning":
+      "Der Passkey meldet dich nicht mehr an. Ist es dein letzter Passkey und TOTP ist aus, ist auch die Zwei-Faktor-Authentifizierung aus.",
     "passkeys.add": "Passkey hinzufügen",
     "passkeys.addSubmit": "Passkey hinzufügen",
     "passkeys.confirmPassword": "Mit deinem Passwort bestätigen",

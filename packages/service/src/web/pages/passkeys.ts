@@ -7,6 +7,7 @@ import { formatDateTime } from "../../i18n/dates.ts";
 import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
 import { signedIn } from "../guards.ts";
 import { webOrigin } from "../origin.ts";
+import { confirmPassword } from "../password-confirmation.ts";
 import { refusalText, retryAfterHeader } from "../refusals.ts";
 import { render } from "../render.ts";
 import { completeSignIn, setSessionCookie } from "./sign-in.ts";
@@ -132,15 +133,31 @@ export async function passkeyPages(app: FastifyInstance, services: WebServices) 
     }
   });
 
+  // Removing one asks for the password again, on a page of its own (as switching TOTP off does).
+  const passkeyId = (request: FastifyRequest<{ Params: { id: string } }>) =>
+    /^\d{1,10}$/.test(request.params.id) ? Number(request.params.id) : 0;
+  const removePage = async (
+    request: FastifyRequest<{ Params: { id: string } }>,
+    reply: FastifyReply,
+    errors: FieldErrors = {},
+    status = 200,
+  ) => {
+    // Another user's passkey (or none): `passkey.not_found`, the error page with 404.
+    const passkey = await passkeys.get(request.web.session!.user, passkeyId(request));
+    return render(request, reply, "account/passkey-remove", { errors, passkey }, status);
+  };
+  app.get<{ Params: { id: string } }>("/account/passkeys/:id/remove", guarded, (request, reply) =>
+    removePage(request, reply),
+  );
   app.post<{ Params: { id: string }; Body: Body }>(
     "/account/passkeys/:id/remove",
     posted,
     async (request, reply) => {
-      const { user } = request.web.session!;
-      const id = /^\d{1,10}$/.test(request.params.id) ? Number(request.params.id) : 0;
-      // Another user's passkey (or none): `passkey.not_found`, the error page with 404.
-      await passkeys.remove(user, id, ownerOrigin("web", request.ip));
-      const off = !(await passkeys.twoFactorIsOn(user));
+      await passkeys.get(request.web.session!.user, passkeyId(request));
+      const confirmed = await confirmPassword(request, reply, services, text(request.body?.password));
+      if ("errors" in confirmed) return removePage(request, reply, confirmed.errors, confirmed.status);
+      await passkeys.remove(confirmed.proof, passkeyId(request), ownerOrigin("web", request.ip));
+      const off = !(await passkeys.twoFactorIsOn(confirmed.proof.user));
       await addFlash(request, { kind: "success", key: off ? "passkeys.removedLast" : "passkeys.removed" });
       return seeOther(reply, "/account/passkeys");
     },
