@@ -8,7 +8,7 @@ export const passkeys = area({
       "A passkey signs you in with your phone, computer or security key (fingerprint, face or PIN) instead of a code from an authenticator app. It cannot be phished: it only works on this website.",
     "passkeys.link": "Passkeys",
     "passkeys.twoFactorHint":
-      "With a passkey, two-factor authentication is on: signing in with your password then asks for the passkey or a code.",
+      "With a passkey, two-factor authentication is on: signing in with your password then asks for the passkey or a code. Services that sign you in through this account elsewhere can only ask for a code: set up an authenticator app as well if they should ask for a second factor.",
     "passkeys.none": "You have no passkey yet.",
     "passkeys.totpOffPasskeysOn":
       "Two-factor authentication is on with your passkeys. An authenticator app is not set up.",
@@ -65,7 +65,7 @@ export const passkeys = area({
       "Ein Passkey meldet dich mit deinem Telefon, Computer oder Sicherheitsschlüssel an (Fingerabdruck, Gesicht oder PIN), statt mit einem Code aus einer Authenticator-App. Er lässt sich nicht abfischen: Er funktioniert nur auf dieser Website.",
     "passkeys.link": "Passkeys",
     "passkeys.twoFactorHint":
-      "Mit einem Passkey ist die Zwei-Faktor-Authentifizierung eingeschaltet: Die Anmeldung mit Passwort fragt dann nach dem Passkey oder einem Code.",
+      "Mit einem Passkey ist die Zwei-Faktor-Authentifizierung eingeschaltet: Die Anmeldung mit Passwort fragt dann nach dem Passkey oder einem Code. Dienste, die dich anderswo über dieses Konto anmelden, können nur nach einem Code fragen: Richte zusätzlich eine Authenticator-App ein, wenn sie einen zweiten Faktor verlangen sollen.",
     "passkeys.none": "Du hast noch keinen Passkey.",
     "passkeys.totpOffPasskeysOn":
       "Die Zwei-Faktor-Authentifizierung ist mit deinen Passkeys eingeschaltet. Eine Authenticator-App ist nicht eingerichtet.",
