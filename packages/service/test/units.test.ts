@@ -159,6 +159,14 @@ describe("settings validation", () => {
     assert.equal(normalizeSetting("weekly_report_enabled", false), "0");
     assert.equal(normalizeSetting("postmaster_address", ""), "");
     assert.equal(normalizeSetting("mta_sts_mode", "enforce"), "enforce");
+    // An address of a host with a dot in its name, or localhost (tried out on one machine).
+    for (const url of [
+      "https://users.example.org",
+      "http://localhost:8000",
+      "http://127.0.0.1:8000/",
+      "http://[::1]:8000",
+    ])
+      assert.equal(normalizeSetting("app_url", url), url);
   });
 
   test("invalid values name the setting", () => {
@@ -169,6 +177,9 @@ describe("settings validation", () => {
       ["mta_sts_mode", "strict"],
       ["postmaster_address", "not an address"],
       ["app_url", "ftp://x"],
+      ["app_url", "https://intranet"],
+      ["app_url", "https://exa mple.org"],
+      ["app_url", "https://.."],
       ["app_name", ""],
       ["nonexistent", "1"],
       ["smtp_quota_limit_per_day", -1],

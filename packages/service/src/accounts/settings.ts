@@ -203,7 +203,7 @@ export function normalizeSetting(name: string, value: unknown): string {
       if (text.length > (def.maxLength ?? 4000))
         throw settingTooLong({ setting, max: def.maxLength ?? 4000 });
       if (def.type === "email" && parseAddress(text) === null) throw settingNotAddress({ setting });
-      if (def.type === "url" && !/^https?:\/\/[^\s/]+\.[^\s/]+/.test(text)) throw settingNotUrl({ setting });
+      if (def.type === "url" && !isWebAddress(text)) throw settingNotUrl({ setting });
       if (def.choices && !def.choices.includes(text))
         throw settingNotChoice({ setting, choices: def.choices.join(", ") });
       return text;
@@ -227,6 +227,20 @@ export const decodeSetting = <K extends SettingName>(name: K, stored: string | n
  * A setting's stored text as a scalar subquery, so a lookup reads the settings it needs in the
  * same statement (one round trip); decode the column with `decodeSetting`.
  */
+/**
+ * An http(s) address of a host with a dot in its name, or `localhost` (an installation tried out on
+ * one machine: `npm start` listens on localhost).
+ */
+function isWebAddress(text: string): boolean {
+  if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(text)) return false;
+  try {
+    const { hostname } = new URL(text);
+    return hostname === "localhost" || /^[^.]+(\.[^.]+)+$/.test(hostname) || hostname.startsWith("[");
+  } catch {
+    return false;
+  }
+}
+
 export const storedSetting = (db: Kysely<Database>, name: SettingName) =>
   db.selectFrom("settings").select("value").where("name", "=", name);
 
