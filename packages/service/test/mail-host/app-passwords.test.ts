@@ -102,6 +102,23 @@ async function lmtpData(to: string, text: string): Promise<number> {
   return (await lmtpDeliver(dovecot.lmtpPort, to, text)).data;
 }
 
+/** Submits a message to bob with this password, through Postfix and the adapter, and waits for it in bob's INBOX. */
+async function sendToBob(email: string, password: string, label: string): Promise<void> {
+  const secret = marker(label);
+  const sent = await submitMessage(
+    postfix.submissionPort,
+    email,
+    password,
+    email,
+    "bob@example.org",
+    message(email, "bob@example.org", secret),
+  );
+  assert.deepEqual([sent.stage, sent.code], ["DATA", 250], sent.text);
+  await waitFor(`${label}: the message in bob's INBOX`, () =>
+    inboxHas("bob@example.org", PASSWORD, `body of ${secret}`),
+  );
+}
+
 async function smtpAuth(login: string, password: string): Promise<number> {
   const session = await SmtpSession.open(postfix.submissionPort);
   try {
@@ -247,19 +264,7 @@ describe("app passwords on the mail host", { skip: missing ?? false }, () => {
     assert.deepEqual([smtp.stage, smtp.code], ["AUTH", 535], smtp.text);
     // The app password still reads the encrypted mail and sends.
     assert.ok(await inboxHas(email, password, `body of ${secret}`));
-    const sentSecret = marker("sent-with-app-password");
-    const sent = await submitMessage(
-      postfix.submissionPort,
-      email,
-      password,
-      email,
-      "bob@example.org",
-      message(email, "bob@example.org", sentSecret),
-    );
-    assert.deepEqual([sent.stage, sent.code], ["DATA", 250], sent.text);
-    await waitFor("the message in bob's INBOX", () =>
-      inboxHas("bob@example.org", PASSWORD, `body of ${sentSecret}`),
-    );
+    await sendToBob(email, password, "sent-with-app-password");
 
     // The web: password, then the second factor, then the account page.
     const web = new WebClient(service.url);
@@ -287,19 +292,7 @@ describe("app passwords on the mail host", { skip: missing ?? false }, () => {
   test("an SMTP-only app password sends mail through Postfix and the adapter, and is refused over IMAP", async () => {
     const email = "printer@example.org";
     const { password } = await appPassword(email, "smtp", "Printer");
-    const secret = marker("printed");
-    const sent = await submitMessage(
-      postfix.submissionPort,
-      email,
-      password,
-      email,
-      "bob@example.org",
-      message(email, "bob@example.org", secret),
-    );
-    assert.deepEqual([sent.stage, sent.code], ["DATA", 250], sent.text);
-    await waitFor("the printer's message in bob's INBOX", () =>
-      inboxHas("bob@example.org", PASSWORD, `body of ${secret}`),
-    );
+    await sendToBob(email, password, "printed");
     await waitFor("Postfix's line of the authenticated submission", () =>
       new RegExp(`sasl_method=PLAIN, sasl_username=${email.replace(".", "\\.")}`).test(postfix.log()),
     );
