@@ -171,7 +171,7 @@ export function createServices(
     openPgpKeys,
     webhooks: new WebhookService(db),
     twoFactor: new TwoFactorService(users, settings),
-    passkeys: new PasskeyService(db, settings, signInGuard, securityEvents),
+    passkeys: new PasskeyService(db, settings, signInGuard, securityEvents, options.installationSecret),
     userAliases,
     openPgpIdentities: new OpenPgpIdentityService(db, openPgpKeys, userAliases),
     mail,

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import {
   type AuthenticationResponseJSON,
   type AuthenticatorTransportFuture,
@@ -11,6 +11,7 @@ import {
   verifyRegistrationResponse,
 } from "@simplewebauthn/server";
 import type { Kysely, Transaction } from "kysely";
+import type { InstallationSecret } from "../config.ts";
 import { insertReturningId } from "../db/insert.ts";
 import { type Database, flag, type PasskeyChallengePurpose, toFlag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
@@ -153,7 +154,16 @@ export class PasskeyService {
   /** Sign-in challenges handed out per network in the current 5 minutes (#countSignInChallenge). */
   readonly #handedOut = new Map<string, { since: number; count: number }>();
 
-  constructor(db: Kysely<Database>, settings: SettingsService, guard: SignInGuard, events: SecurityEventLog) {
+  readonly #secret: InstallationSecret;
+
+  constructor(
+    db: Kysely<Database>,
+    settings: SettingsService,
+    guard: SignInGuard,
+    events: SecurityEventLog,
+    secret: InstallationSecret,
+  ) {
+    this.#secret = secret;
     this.#db = db;
     this.#settings = settings;
     this.#guard = guard;
@@ -234,8 +244,8 @@ export class PasskeyService {
       rpName: rp.name,
       rpID: rp.id,
       userName: user.email,
-      // Stable per account, and no database id or address in it.
-      userID: new Uint8Array(createHash("sha256").update(`passkey-user:${user.id}:${user.email}`).digest()),
+      // Stable per account; keyed, so nobody can work the account's id or address back out of it.
+      userID: new Uint8Array(this.#secret.keyedHash("passkey-user", String(user.id))),
       challenge,
       timeout: 60_000,
       attestationType: "none",
