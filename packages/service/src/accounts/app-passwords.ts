@@ -392,10 +392,10 @@ export class AppPasswordService {
   }
 
   /**
-   * The secret given at a mail door, taken as an app password: found by its keyed hash (one HMAC and
+   * The secret given at a mail door, taken as an app password: found by its keyed hash (one hash and
    * one indexed read, whether it is right or wrong and whether the account exists), then checked to
-   * be this user's and to work at this door. Every secret of the app-password form is taken as one
-   * only, never as the account password: the account password policy refuses that form.
+   * be this user's and to work at this door. Whether an unmatched one may still be the account's
+   * password (an older password of that form) is the sign-in's question (sign-in.ts).
    */
   async match(
     userId: number | null,

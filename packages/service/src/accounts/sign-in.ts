@@ -212,7 +212,7 @@ export class SignInService {
 
   /**
    * An app password at IMAP or SMTP, read through the database's keyed reads: the account and the
-   * app password (one HMAC, one read), then the rules of #appPasswordSignIn. Null when the secret
+   * app password (one keyed hash, one read), then the rules of #appPasswordSignIn. Null when the secret
    * may be the account's password instead (an account whose password may have that form): the
    * full sign-in decides, under the guard's full path.
    */
