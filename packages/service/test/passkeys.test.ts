@@ -312,6 +312,15 @@ describe("passkeys", () => {
     const erin = await signedInClient("erin@example.org");
     const made = await register(erin, "Lost phone");
     assert.equal(made.done.status, 200);
+    // With a second factor, the page points to app passwords: IMAP and SMTP still take the password.
+    const page = await erin.get("/account/passkeys");
+    assert.match(page.text, /id="passkeys-mail-apps"/);
+    await service.services.appPasswords.setRequired(
+      await service.services.users.get("erin@example.org"),
+      true,
+      byTest,
+    );
+    assert.doesNotMatch((await erin.get("/account/passkeys")).text, /id="passkeys-mail-apps"/);
     await atSecondStep("erin@example.org");
     const token = await service.token("admin");
     const off = await service.request("DELETE", "/api/admin/users/erin@example.org/totp", { token });

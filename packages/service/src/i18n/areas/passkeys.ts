@@ -10,6 +10,9 @@ export const passkeys = area({
     "passkeys.twoFactorHint":
       "With a passkey, two-factor authentication is on: signing in with your password then asks for the passkey or a code. Services that sign you in through this account elsewhere can only ask for a code: set up an authenticator app as well if they should ask for a second factor.",
     "passkeys.none": "You have no passkey yet.",
+    "passkeys.mailAppsUsePassword":
+      "Mail apps (IMAP and SMTP) ask for no second factor and still take your password alone.",
+    "passkeys.toAppPasswords": "Give them app passwords and make them use those.",
     "passkeys.totpOffPasskeysOn":
       "Two-factor authentication is on with your passkeys. An authenticator app is not set up.",
     "passkeys.name": "Passkey name",
@@ -67,6 +70,9 @@ export const passkeys = area({
     "passkeys.twoFactorHint":
       "Mit einem Passkey ist die Zwei-Faktor-Authentifizierung eingeschaltet: Die Anmeldung mit Passwort fragt dann nach dem Passkey oder einem Code. Dienste, die dich anderswo über dieses Konto anmelden, können nur nach einem Code fragen: Richte zusätzlich eine Authenticator-App ein, wenn sie einen zweiten Faktor verlangen sollen.",
     "passkeys.none": "Du hast noch keinen Passkey.",
+    "passkeys.mailAppsUsePassword":
+      "Mail-Programme (IMAP und SMTP) fragen nach keinem zweiten Faktor und nehmen weiter dein Passwort allein.",
+    "passkeys.toAppPasswords": "Gib ihnen App-Passwörter und lass sie nur diese verwenden.",
     "passkeys.totpOffPasskeysOn":
       "Die Zwei-Faktor-Authentifizierung ist mit deinen Passkeys eingeschaltet. Eine Authenticator-App ist nicht eingerichtet.",
     "passkeys.name": "Name des Passkeys",

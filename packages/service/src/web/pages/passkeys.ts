@@ -72,6 +72,8 @@ export async function passkeyPages(app: FastifyInstance, services: WebServices) 
           lastUsed: p.lastUsedAt === null ? "" : formatDateTime(locale, p.lastUsedAt),
         })),
         signInAllowed: await passkeys.signInAllowed(user),
+        // IMAP and SMTP take no second factor: with one, point to "mail apps must use app passwords".
+        mailAppsUsePassword: list.length > 0 && !(await services.appPasswords.required(user)),
       },
       status,
     );
