@@ -1,3 +1,4 @@
+import type { Transaction } from "kysely";
 import type { Actor } from "../accounts/admin-scope.ts";
 import type {
   AppPasswordInput,
@@ -8,6 +9,7 @@ import type {
 import type { AuditLog } from "../accounts/audit-log.ts";
 import { actorOrigin } from "../accounts/security-events.ts";
 import { type User, userNotFound } from "../accounts/users.ts";
+import type { Database } from "../db/schema.ts";
 import type { AdminUsers } from "./users.ts";
 
 /**
@@ -33,6 +35,22 @@ export class AdminAppPasswords {
     return user;
   }
 
+  /** Inside the change's transaction: the actor still reaches the user, and the change is audited. */
+  async #audited(
+    trx: Transaction<Database>,
+    actor: Actor,
+    user: User,
+    action: "user.app-password.create" | "user.app-password.revoke",
+    detail: Record<string, unknown>,
+  ): Promise<void> {
+    await this.#users.get(actor, user.email, trx);
+    await this.#audit.record(
+      actor,
+      { action, target: user.email, targetDomainId: user.domainId, detail },
+      trx,
+    );
+  }
+
   async list(actor: Actor, email: string): Promise<AppPasswordView[]> {
     const user = await this.#users.get(actor, email);
     return user.deleted ? [] : this.#appPasswords.list(user);
@@ -44,36 +62,16 @@ export class AdminAppPasswords {
    */
   async create(actor: Actor, email: string, input: AppPasswordInput): Promise<CreatedAppPassword> {
     const user = await this.#activeUser(actor, email);
-    return this.#appPasswords.createByAdmin(user, input, actorOrigin(actor), async (trx, id) => {
-      await this.#users.get(actor, user.email, trx);
-      await this.#audit.record(
-        actor,
-        {
-          action: "user.app-password.create",
-          target: user.email,
-          targetDomainId: user.domainId,
-          detail: { id, scope: input.scope },
-        },
-        trx,
-      );
-    });
+    return this.#appPasswords.createByAdmin(user, input, actorOrigin(actor), (trx, id) =>
+      this.#audited(trx, actor, user, "user.app-password.create", { id, scope: input.scope }),
+    );
   }
 
   /** Ends one app password of this user; another user's id is not found. */
   async revoke(actor: Actor, email: string, id: number): Promise<void> {
     const user = await this.#activeUser(actor, email);
-    await this.#appPasswords.revoke(user, id, actorOrigin(actor), async (trx) => {
-      await this.#users.get(actor, user.email, trx);
-      await this.#audit.record(
-        actor,
-        {
-          action: "user.app-password.revoke",
-          target: user.email,
-          targetDomainId: user.domainId,
-          detail: { id },
-        },
-        trx,
-      );
-    });
+    await this.#appPasswords.revoke(user, id, actorOrigin(actor), (trx) =>
+      this.#audited(trx, actor, user, "user.app-password.revoke", { id }),
+    );
   }
 }
