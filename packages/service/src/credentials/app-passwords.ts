@@ -23,8 +23,11 @@ const KEY_BYTES = 32;
 export function generateAppPassword(): string {
   let raw = "";
   for (let i = 0; i < LENGTH; i++) raw += ALPHABET[randomInt(ALPHABET.length)];
-  return raw.replace(/(.{4})(?=.)/g, "$1-");
+  return groupedAppPassword(raw);
 }
+
+/** The shown form of a normalised app password: four groups of four, joined by dashes. */
+export const groupedAppPassword = (normalized: string): string => normalized.replace(/(.{4})(?=.)/g, "$1-");
 
 /**
  * The app password in its stored form (lower case, no dashes or spaces), or null when the secret

@@ -34,6 +34,9 @@ export const sessionCookie = (secure: boolean) => (secure ? "__Host-session" : "
 /** 303: after a POST the browser GETs the target, so reloading does not post again. */
 export const seeOther = (reply: FastifyReply, url: string) => reply.code(303).redirect(url);
 
+/** A numeric id from the path, or 0 (which no row has: the service answers "not found"). */
+export const pathId = (raw: string): number => (/^\d{1,10}$/.test(raw) ? Number(raw) : 0);
+
 /** A message for the next page of this session. */
 export async function addFlash(request: FastifyRequest, flash: Flash): Promise<void> {
   const session = request.web.session;

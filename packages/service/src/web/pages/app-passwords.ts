@@ -8,9 +8,9 @@ import {
   validScope,
 } from "../../accounts/app-passwords.ts";
 import { ownerOrigin } from "../../accounts/security-events.ts";
-import { normalizeAppPassword } from "../../credentials/app-passwords.ts";
+import { groupedAppPassword, normalizeAppPassword } from "../../credentials/app-passwords.ts";
 import { formatDateTime, formatDay } from "../../i18n/dates.ts";
-import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
+import { addFlash, type FieldErrors, pathId, seeOther, type WebServices } from "../context.ts";
 import { signedIn } from "../guards.ts";
 import { confirmPassword } from "../password-confirmation.ts";
 import { type RefusalFields, refusalOnField } from "../refusals.ts";
@@ -113,7 +113,7 @@ export async function appPasswordPages(app: FastifyInstance, services: WebServic
     if (body.ack !== "yes") {
       // Only a value of the app-password form is shown again, in its grouped form.
       const normalized = normalizeAppPassword(text(body.password));
-      const password = normalized?.replace(/(.{4})(?=.)/g, "$1-") ?? "";
+      const password = normalized === null ? "" : groupedAppPassword(normalized);
       const errors: FieldErrors = { ack: { key: "appPasswords.ackMissing" } };
       return render(request, reply, "account/app-password-show", { password, name, errors }, 422);
     }
@@ -122,7 +122,7 @@ export async function appPasswordPages(app: FastifyInstance, services: WebServic
   });
 
   app.post<{ Params: { id: string } }>(`${page}/:id/revoke`, posted, async (request, reply) => {
-    const id = /^\d{1,10}$/.test(request.params.id) ? Number(request.params.id) : 0;
+    const id = pathId(request.params.id);
     const name = (await appPasswords.list(me(request))).find((item) => item.id === id)?.name ?? "";
     // Not the user's (or no such id): the service refuses with 404, and nothing changes.
     await appPasswords.revoke(me(request), id, origin(request));

@@ -4,7 +4,7 @@ import { ownerOrigin } from "../../accounts/security-events.ts";
 import { passwordWrong, signInThrottled } from "../../accounts/sign-in.ts";
 import { ServiceError, statusOfKind } from "../../errors.ts";
 import { formatDateTime } from "../../i18n/dates.ts";
-import { addFlash, type FieldErrors, seeOther, type WebServices } from "../context.ts";
+import { addFlash, type FieldErrors, pathId, seeOther, type WebServices } from "../context.ts";
 import { signedIn } from "../guards.ts";
 import { webOrigin } from "../origin.ts";
 import { confirmPassword } from "../password-confirmation.ts";
@@ -136,8 +136,7 @@ export async function passkeyPages(app: FastifyInstance, services: WebServices) 
   });
 
   // Removing one asks for the password again, on a page of its own (as switching TOTP off does).
-  const passkeyId = (request: FastifyRequest<{ Params: { id: string } }>) =>
-    /^\d{1,10}$/.test(request.params.id) ? Number(request.params.id) : 0;
+  const passkeyId = (request: FastifyRequest<{ Params: { id: string } }>) => pathId(request.params.id);
   const removePage = async (
     request: FastifyRequest<{ Params: { id: string } }>,
     reply: FastifyReply,

@@ -15,7 +15,7 @@ import {
 } from "../../../accounts/users.ts";
 import { domainOfAddressNotManaged, type UserListFilter } from "../../../admin/users.ts";
 import { isRefusal } from "../../../errors.ts";
-import { addFlash, type FieldErrors, seeOther, type WebServices } from "../../context.ts";
+import { addFlash, type FieldErrors, pathId, seeOther, type WebServices } from "../../context.ts";
 import { newPasswordFields, repeatErrors } from "../../password-confirmation.ts";
 import { type RefusalFields, refusalOnField } from "../../refusals.ts";
 import { smtpQuotaField } from "./aliases.ts";
@@ -210,7 +210,7 @@ export async function adminUserPages(app: FastifyInstance, services: WebServices
     async (request, reply) => {
       const actor = actorOf(request);
       const user = await admin.users.get(actor, param(request, "email"));
-      const id = /^\d{1,10}$/.test(request.params.id) ? Number(request.params.id) : 0;
+      const id = pathId(request.params.id);
       // Another user's id is not found (404), and nothing changes.
       await admin.appPasswords.revoke(actor, user.email, id);
       await addFlash(request, {
