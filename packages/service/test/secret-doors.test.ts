@@ -48,7 +48,7 @@ const guardedOperations: Record<string, string> = {
 
 /** Calls of a verifier of a secret; each must sit in a service that runs it under the guard. */
 const verifiers =
-  /\b(verifyPassword|verifyDummy|findBackupCode|totpStepFor|openSecretBox|openWithAppPassword|appPasswordLookupHash)\(/;
+  /\b(checkPassword|verifyPassword|verifyDummy|findBackupCode|totpStepFor|openSecretBox|openWithAppPassword|appPasswordLookupHash)\(/;
 const allowedVerifierCalls: Record<string, string> = {
   "accounts/sign-in.ts": "sign-ins, re-confirmations and second factors, inside SignInGuard.attempt",
   "accounts/recovery.ts": "the recovery token, inside SignInGuard.attempt",

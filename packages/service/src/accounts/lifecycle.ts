@@ -8,6 +8,7 @@ import {
   SecretBoxError,
   sealSecretBox,
 } from "../credentials/mailcrypt.ts";
+import { secretBoxBinding } from "../credentials/password-check.ts";
 import { hashPassword } from "../credentials/passwords.ts";
 import { type Database, flag } from "../db/schema.ts";
 import { refusal } from "../errors.ts";
@@ -57,6 +58,7 @@ const wipedCredentials = {
   mail_crypt: 0,
   mail_crypt_public_key: null,
   mail_crypt_secret_box: null,
+  secret_box_binding: null,
   recovery_secret_box: null,
   recovery_start_time: null,
   totp_secret: null,
@@ -343,6 +345,7 @@ export class LifecycleService {
           password: hash,
           password_app_form: 0,
           mail_crypt_secret_box: secretBox,
+          secret_box_binding: secretBox ? secretBoxBinding(hash, secretBox) : null,
           password_change_required: 0,
           updated_at: nowSeconds(),
         })
@@ -411,6 +414,8 @@ export class LifecycleService {
         .set({
           mail_crypt_public_key: publicKey,
           mail_crypt_secret_box: secretBox,
+          // The box opened with (or was sealed under) the password confirmed against this hash.
+          secret_box_binding: secretBoxBinding(user.passwordHash, secretBox),
           recovery_secret_box: recoverySecretBox,
           recovery_start_time: null,
           updated_at: nowSeconds(),
@@ -490,6 +495,7 @@ export class LifecycleService {
       mail_crypt: material ? (1 as const) : (0 as const),
       mail_crypt_public_key: material?.publicKey ?? null,
       mail_crypt_secret_box: material?.secretBox ?? null,
+      secret_box_binding: material ? secretBoxBinding(hash, material.secretBox) : null,
       recovery_secret_box: material?.recoverySecretBox ?? null,
     };
   }

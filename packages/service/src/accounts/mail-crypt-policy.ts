@@ -6,6 +6,8 @@ export const MailCryptLevel = { off: 0, optional: 1, newUsers: 2, allUsers: 3 } 
 
 export interface MailCryptMaterial {
   publicKey: string;
+  /** The new private key itself (never stored unsealed): a sign-in that made it hands it on. */
+  privateKey: string;
   secretBox: string;
   recoveryToken: string | null;
   recoverySecretBox: string | null;
@@ -85,7 +87,13 @@ export async function mailCryptMaterial(
     sealSecretBox(pair.privateKey, password, pool),
     recoveryToken === null ? Promise.resolve(null) : sealSecretBox(pair.privateKey, recoveryToken, pool),
   ]);
-  return { publicKey: pair.publicKey, secretBox, recoveryToken, recoverySecretBox };
+  return {
+    publicKey: pair.publicKey,
+    privateKey: pair.privateKey,
+    secretBox,
+    recoveryToken,
+    recoverySecretBox,
+  };
 }
 
 /**

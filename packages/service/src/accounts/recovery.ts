@@ -8,6 +8,7 @@ import {
   SecretBoxError,
   sealSecretBox,
 } from "../credentials/mailcrypt.ts";
+import { secretBoxBinding } from "../credentials/password-check.ts";
 import { hashPassword } from "../credentials/passwords.ts";
 import type { Database } from "../db/schema.ts";
 import type { Locale } from "../i18n/catalogue.ts";
@@ -185,6 +186,7 @@ export class RecoveryService {
           password_change_required: 0,
           mail_crypt_public_key: publicKeyOf(verified.privateKey),
           mail_crypt_secret_box: secretBox,
+          secret_box_binding: secretBoxBinding(hash, secretBox),
           recovery_secret_box: recoverySecretBox,
           recovery_start_time: null,
           totp_secret: null,

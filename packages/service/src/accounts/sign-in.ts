@@ -2,8 +2,8 @@ import type { Kysely, Selectable } from "kysely";
 import { normalizeAppPassword } from "../credentials/app-passwords.ts";
 import { findBackupCode } from "../credentials/backup-codes.ts";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
-import { openSecretBox, SecretBoxError } from "../credentials/mailcrypt.ts";
-import { hashPassword, verifyDummy, verifyPassword } from "../credentials/passwords.ts";
+import { checkPassword, secretBoxBinding } from "../credentials/password-check.ts";
+import { verifyDummy } from "../credentials/passwords.ts";
 import { totpStepFor } from "../credentials/totp.ts";
 import { type Keyed, type KeyedRead, type KeyReader, keyedRead, kyselyKeyReader } from "../db/key-reads.ts";
 import type { Database, UserTable } from "../db/schema.ts";
@@ -330,14 +330,16 @@ export class SignInService {
    */
   async confirmPassword(user: User, password: string, origin: CheckOrigin = {}): Promise<ConfirmedPassword> {
     const guarded = await this.#guard.attempt(attemptFrom("password", user.email, origin), async () => {
-      const current = await this.#users.findByEmail(user.email);
-      const valid =
-        current !== null &&
-        !current.deleted &&
-        typeof password === "string" &&
-        password !== "" &&
-        (await verifyPassword(password, current.passwordHash, this.#pool)).valid;
-      return { right: valid, value: valid ? current : null };
+      const found = await this.#users.findByEmail(user.email);
+      const current = found && !found.deleted ? found : null;
+      const verdict = current
+        ? await checkPassword(password, current, this.#pool)
+        : { valid: false as const };
+      if (!current || !verdict.valid) return { right: false, value: null };
+      return {
+        right: true,
+        value: verdict.upgrade ? await this.#upgrade(current, verdict.upgrade) : current,
+      };
     });
     if (guarded.outcome === "throttled") throw signInThrottled({ retryAfter: guarded.retryAfter });
     if (guarded.outcome === "wrong" || !guarded.value) throw passwordWrong();
@@ -378,33 +380,50 @@ export class SignInService {
         return this.#appPasswordSignIn(user, app, options);
     }
     if (!user || typeof password !== "string" || password === "") {
-      await verifyDummy(typeof password === "string" ? password : "", this.#pool);
+      await checkPassword(typeof password === "string" ? password : "", null, this.#pool);
       return { kind: "unknown" };
     }
-    const check = await verifyPassword(password, user.passwordHash, this.#pool);
-    if (!check.valid) return { kind: "wrong_password", user };
+    const level = await this.#settings.get("mail_crypt");
+    const keys = mailCryptFor(level, "sign-in", {
+      userFlag: user.mailCrypt,
+      hasKeys: user.mailCryptPublicKey !== null,
+    });
+    const verdict = await checkPassword(password, user, this.#pool);
+    const current = verdict.valid && verdict.upgrade ? await this.#upgrade(user, verdict.upgrade) : user;
+    const refused = verdict.valid
+      ? await this.#accountRefusal(current, password, door)
+      : ({ kind: "wrong_password", user } as const);
+    if (refused || !verdict.valid) {
+      // Making the keys would have cost a derivation: a refusal costs the decoy's instead.
+      if (keys !== "keep") await verifyDummy(password, this.#pool);
+      return refused ?? { kind: "wrong_password", user };
+    }
+    const made = keys !== "keep" ? await this.#enableMailCrypt(current, password, keys) : null;
+    const signedIn = made?.user ?? current;
+    if (!options.deferActivity) await recordActivity(this.#db, signedIn, { kind: "sign-in" });
+    const mailCrypt = options.unlockMailCrypt
+      ? this.#unlocked(signedIn, level, made ? made.privateKey : verdict.privateKey)
+      : { state: "off" as const };
+    return { kind: "ok", user: signedIn, mailCrypt, proof: confirmation(signedIn, password) };
+  }
+
+  /**
+   * What refuses the right password of an account, in the order it is told: app passwords required
+   * at IMAP and SMTP, the spam role, a password change required. Null: nothing does.
+   */
+  async #accountRefusal(
+    user: User,
+    password: string,
+    door: NonNullable<SignInOptions["door"]>,
+  ): Promise<SignInResult | null> {
     if (user.passwordMayHaveAppForm && normalizeAppPassword(password) === null) await this.#notAppForm(user);
     // The account password, right but refused at IMAP and SMTP: a stolen password alone opens no mailbox.
     if (appPasswordDoors.includes(door) && (await this.#appPasswords.required(user)))
       return { kind: "wrong_password", user, reason: "app_password_required" };
-    const roles = effectiveRoles(user.roles);
-    if (roles.has("ROLE_SPAM")) return { kind: "spam", user };
+    if (effectiveRoles(user.roles).has("ROLE_SPAM")) return { kind: "spam", user };
     if (user.passwordChangeRequired)
       return { kind: "password_change_required", user, proof: confirmation(user, password) };
-
-    const level = await this.#settings.get("mail_crypt");
-    let current = user;
-    const action = mailCryptFor(level, "sign-in", {
-      userFlag: user.mailCrypt,
-      hasKeys: user.mailCryptPublicKey !== null,
-    });
-    if (action !== "keep") current = await this.#enableMailCrypt(user, password, action);
-    if (check.needsRehash) current = await this.#rehash(current, password);
-    if (!options.deferActivity) await recordActivity(this.#db, current, { kind: "sign-in" });
-    const mailCrypt = options.unlockMailCrypt
-      ? await this.#unlock(current, password, level)
-      : { state: "off" as const };
-    return { kind: "ok", user: current, mailCrypt, proof: confirmation(current, password) };
+    return null;
   }
 
   /**
@@ -496,37 +515,72 @@ export class SignInService {
     return Number(result.numUpdatedRows) === 1 ? "ok" : "wrong_code";
   }
 
-  async #unlock(user: User, password: string, level: number): Promise<MailCryptUnlock> {
+  /**
+   * The MailCrypt answer of a sign-in, from the private key its check opened (or its key creation
+   * made): no derivation of its own.
+   */
+  #unlocked(user: User, level: number, privateKey: string | null): MailCryptUnlock {
     if (!reportsMailCrypt(level, user.mailCrypt, user.mailCryptPublicKey)) return { state: "off" };
     if (!user.mailCryptSecretBox) return { state: "failed", reason: "secret should not be null" };
-    try {
-      const privateKey = await openSecretBox(user.mailCryptSecretBox, password, this.#pool);
-      return { state: "unlocked", privateKey, publicKey: user.mailCryptPublicKey ?? "" };
-    } catch (error) {
-      if (error instanceof SecretBoxError)
-        return { state: "failed", reason: "decryption of mailCryptSecretBox failed" };
-      throw error;
-    }
+    if (privateKey === null) return { state: "failed", reason: "decryption of mailCryptSecretBox failed" };
+    return { state: "unlocked", privateKey, publicKey: user.mailCryptPublicKey ?? "" };
   }
 
-  /** Level 3: a user signing in without keys gets them now, sealed under the password just verified. */
-  async #enableMailCrypt(user: User, password: string, action: MailCryptAction): Promise<User> {
+  /**
+   * Level 3: a user signing in without keys gets them now, sealed under the password just verified
+   * and bound to its hash. Of two sign-ins racing to make them, the second opens the first's box.
+   */
+  async #enableMailCrypt(
+    user: User,
+    password: string,
+    action: MailCryptAction,
+  ): Promise<{ user: User; privateKey: string | null }> {
     const material = await mailCryptMaterial(action, password, this.#pool);
-    if (!material) return user;
+    if (!material) return { user, privateKey: null };
     const { publicKey, secretBox } = material;
+    const binding = secretBoxBinding(user.passwordHash, secretBox);
     const result = await this.#db
       .updateTable("users")
       .set({
         mail_crypt: 1,
         mail_crypt_public_key: publicKey,
         mail_crypt_secret_box: secretBox,
+        secret_box_binding: binding,
         updated_at: nowSeconds(),
       })
       .where("id", "=", user.id)
+      .where("password", "=", user.passwordHash)
       .where("mail_crypt_public_key", "is", null)
       .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 0) return (await this.#users.findByEmail(user.email)) ?? user;
-    return { ...user, mailCrypt: true, mailCryptPublicKey: publicKey, mailCryptSecretBox: secretBox };
+    if (Number(result.numUpdatedRows) === 1) {
+      const made = { mailCrypt: true, mailCryptPublicKey: publicKey, mailCryptSecretBox: secretBox };
+      return { user: { ...user, ...made, secretBoxBinding: binding }, privateKey: material.privateKey };
+    }
+    const current = (await this.#users.findByEmail(user.email)) ?? user;
+    const verdict = await checkPassword(password, current, this.#pool);
+    return { user: current, privateKey: verdict.valid ? verdict.privateKey : null };
+  }
+
+  /**
+   * A right password brings its account to the current form (credentials/password-check.ts): the
+   * new hash and the box's binding, written only if neither changed meanwhile.
+   */
+  async #upgrade(
+    user: User,
+    upgrade: { passwordHash: string; secretBoxBinding: string | null },
+  ): Promise<User> {
+    const box = user.mailCryptSecretBox;
+    const result = await this.#db
+      .updateTable("users")
+      .set({ password: upgrade.passwordHash, secret_box_binding: upgrade.secretBoxBinding })
+      .where("id", "=", user.id)
+      .where("password", "=", user.passwordHash)
+      .where((eb) =>
+        box === null ? eb("mail_crypt_secret_box", "is", null) : eb("mail_crypt_secret_box", "=", box),
+      )
+      .executeTakeFirst();
+    // The user as stored now: a change that needs the password (its proof) expects this hash.
+    return Number(result.numUpdatedRows) === 1 ? { ...user, ...upgrade } : user;
   }
 
   /** A right password not of the app-password form: from now on IMAP and SMTP need not try that form as it. */
@@ -537,18 +591,5 @@ export class SignInService {
       .where("id", "=", user.id)
       .where("password", "=", user.passwordHash)
       .execute();
-  }
-
-  /** Legacy and outdated hashes are replaced by Argon2id at the first successful sign-in. */
-  async #rehash(user: User, password: string): Promise<User> {
-    const hash = await hashPassword(password, this.#pool);
-    const result = await this.#db
-      .updateTable("users")
-      .set({ password: hash })
-      .where("id", "=", user.id)
-      .where("password", "=", user.passwordHash)
-      .executeTakeFirst();
-    // The user as stored now: a change that needs the password (its proof) expects this hash.
-    return Number(result.numUpdatedRows) === 1 ? { ...user, passwordHash: hash } : user;
   }
 }

@@ -2,6 +2,7 @@ import type { Kysely, Selectable, Transaction } from "kysely";
 import type { InstallationSecret } from "../config.ts";
 import { type BackupCodeKey, generateBackupCodes, hashBackupCode } from "../credentials/backup-codes.ts";
 import type { CryptoPool } from "../credentials/crypto-pool.ts";
+import { secretBoxBinding } from "../credentials/password-check.ts";
 import { hashPassword } from "../credentials/passwords.ts";
 import { generateTotpSecret } from "../credentials/totp.ts";
 import { type Database, flag, toFlag, type UserTable } from "../db/schema.ts";
@@ -40,6 +41,8 @@ export interface User {
   mailCrypt: boolean;
   mailCryptPublicKey: string | null;
   mailCryptSecretBox: string | null;
+  /** The box's binding to the password hash (credentials/password-check.ts `secretBoxBinding`). */
+  secretBoxBinding: string | null;
   recoverySecretBox: string | null;
   totpSecret: string | null;
   totpConfirmed: boolean;
@@ -70,6 +73,7 @@ export function toUser(row: Selectable<UserTable>): User {
     mailCrypt: flag(row.mail_crypt),
     mailCryptPublicKey: row.mail_crypt_public_key,
     mailCryptSecretBox: row.mail_crypt_secret_box,
+    secretBoxBinding: row.secret_box_binding,
     recoverySecretBox: row.recovery_secret_box,
     totpSecret: row.totp_secret,
     totpConfirmed: flag(row.totp_confirmed),
@@ -413,6 +417,7 @@ export class UserService {
           mail_crypt: toFlag(material !== null),
           mail_crypt_public_key: material?.publicKey ?? null,
           mail_crypt_secret_box: material?.secretBox ?? null,
+          secret_box_binding: material ? secretBoxBinding(passwordHash, material.secretBox) : null,
           recovery_secret_box: material?.recoverySecretBox ?? null,
           totp_confirmed: 0,
           totp_backup_codes: "[]",

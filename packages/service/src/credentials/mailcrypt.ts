@@ -1,11 +1,13 @@
 import { createPrivateKey, createPublicKey, generateKeyPair, randomUUID } from "node:crypto";
 import { promisify } from "node:util";
 import type { CryptoPool } from "./crypto-pool.ts";
+import { countDerivation } from "./derivations.ts";
 import { sodium } from "./sodium.ts";
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
-// Secret box key derivation: crypto_pwhash with OPSLIMIT/MEMLIMIT_INTERACTIVE (not the login's t=4).
+// Secret box key derivation: crypto_pwhash with OPSLIMIT/MEMLIMIT_INTERACTIVE (userli's format),
+// the same cost as the password hash's (passwords.ts).
 const BOX_OPSLIMIT = 2;
 const BOX_MEMLIMIT = 67108864;
 const SALT_BYTES = 16;
@@ -39,6 +41,7 @@ export async function generateMailCryptKeyPair(): Promise<MailCryptKeyPair> {
 
 async function deriveKey(secret: string, salt: Buffer, pool: CryptoPool): Promise<Buffer> {
   const key = Buffer.alloc(KEY_BYTES);
+  countDerivation();
   await pool.run(() =>
     sodium.crypto_pwhash_async(
       key,

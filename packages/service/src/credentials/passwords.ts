@@ -1,17 +1,19 @@
 import { timingSafeEqual } from "node:crypto";
 import type { CryptoPool } from "./crypto-pool.ts";
+import { countDerivation } from "./derivations.ts";
 import { legacyCrypt } from "./legacy-crypt.ts";
 import { sodium } from "./sodium.ts";
 
-// Symfony's sodium hasher defaults: max(4, OPSLIMIT_INTERACTIVE) and max(64 MiB, MEMLIMIT_INTERACTIVE).
-const OPSLIMIT = 4;
+// The cost of the secret box's key (libsodium's INTERACTIVE limits), not Symfony's t=4: every
+// sign-in runs one derivation of one cost, the hash's or the box's (docs/design.md, "One derivation").
+const OPSLIMIT = 2;
 const MEMLIMIT = 67108864;
-const CURRENT_PREFIX = "$argon2id$v=19$m=65536,t=4,p=1$";
+const CURRENT_PREFIX = "$argon2id$v=19$m=65536,t=2,p=1$";
 export const MAX_PASSWORD_BYTES = 4096;
 
 /** Hash of a random password nobody knows, with the current parameters: the unknown-user decoy. */
 const DUMMY_HASH =
-  "$argon2id$v=19$m=65536,t=4,p=1$ehd6RlcKSlTD+8p6le1U2w$BMfeaO3nYCDrPueeMqwFgTzm1ejRZCHhHhbP+pNpAf8";
+  "$argon2id$v=19$m=65536,t=2,p=1$Z3wGPZIb9p6OiW2v3y9QLA$lieUGc1PM+OdI3C2Rj4Ntq7S9RC8pRgP67G+Y92rmZs";
 
 export class PasswordPolicyError extends Error {
   override name = "PasswordPolicyError";
@@ -29,13 +31,14 @@ function acceptableLength(plain: unknown): plain is string {
   return Buffer.byteLength(plain, "utf8") <= MAX_PASSWORD_BYTES;
 }
 
-/** Argon2id PHC string (`$argon2id$v=19$m=65536,t=4,p=1$...`) via libsodium on the thread pool. */
+/** Argon2id PHC string (`$argon2id$v=19$m=65536,t=2,p=1$...`) via libsodium on the thread pool. */
 export async function hashPassword(plain: string, pool: CryptoPool): Promise<string> {
   if (typeof plain !== "string" || plain.length === 0) throw new PasswordPolicyError("password is empty");
   if (Buffer.byteLength(plain, "utf8") > MAX_PASSWORD_BYTES) {
     throw new PasswordPolicyError(`password is longer than ${MAX_PASSWORD_BYTES} bytes`);
   }
   const out = Buffer.alloc(sodium.crypto_pwhash_STRBYTES);
+  countDerivation();
   await pool.run(() => sodium.crypto_pwhash_str_async(out, Buffer.from(plain, "utf8"), OPSLIMIT, MEMLIMIT));
   const end = out.indexOf(0);
   return out.toString("ascii", 0, end === -1 ? out.length : end);
@@ -47,6 +50,7 @@ async function verifyArgon2(plain: string, hash: string, pool: CryptoPool): Prom
   if (encoded.length >= sodium.crypto_pwhash_STRBYTES) return false;
   const str = Buffer.alloc(sodium.crypto_pwhash_STRBYTES);
   encoded.copy(str);
+  countDerivation();
   return pool.run(() => sodium.crypto_pwhash_str_verify_async(str, Buffer.from(plain, "utf8")));
 }
 
@@ -59,10 +63,10 @@ async function verifyCrypt(plain: string, hash: string, pool: CryptoPool): Promi
 }
 
 /**
- * Checks a password against Argon2id/Argon2i PHC strings and the crypt formats `$6$`, `$5$`, `$1$`,
- * `$2y$`/`$2a$`/`$2b$`. Never throws for bad input: empty, over-long, unknown or garbage ⇒ invalid.
- * Every stored form but Argon2 also runs the decoy's Argon2 verification (see verifyDummy), so no
- * answer is quicker than an unknown address's.
+ * Checks a password against its stored hash alone: Argon2id/Argon2i PHC strings and the crypt formats
+ * `$6$`, `$5$`, `$1$`, `$2y$`/`$2a$`/`$2b$`. Never throws for bad input: empty, over-long, unknown or
+ * garbage ⇒ invalid. It does not even out the time of its answers (a crypt answers far sooner than
+ * Argon2): `checkPassword` (password-check.ts) does, and every sign-in goes through it.
  * `needsRehash` is set for a valid password whose hash is not Argon2id with the current parameters.
  */
 export async function verifyPassword(plain: string, hash: string, pool: CryptoPool): Promise<PasswordCheck> {
@@ -70,21 +74,14 @@ export async function verifyPassword(plain: string, hash: string, pool: CryptoPo
   let valid: boolean;
   if (hash.startsWith("$argon2id$") || hash.startsWith("$argon2i$"))
     valid = await verifyArgon2(plain, hash, pool);
-  else if (/^\$(?:1|5|6|2[aby])\$/.test(hash)) {
-    valid = await verifyCrypt(plain, hash, pool);
-    // A legacy crypt answers in a fraction of an Argon2 verification (md5-crypt in under a
-    // millisecond): without the decoy's Argon2 work beside it, a quick "wrong" would tell an
-    // imported account from an unknown address (which costs verifyDummy). Run for a right password
-    // too, so the answer's time does not tell right from wrong either.
-    await verifyArgon2(plain, DUMMY_HASH, pool);
-  } else {
-    // A stored form nothing here reads: a "no" that costs what every other "no" costs.
-    await verifyArgon2(plain, DUMMY_HASH, pool);
-    return INVALID;
-  }
+  else if (/^\$(?:1|5|6|2[aby])\$/.test(hash)) valid = await verifyCrypt(plain, hash, pool);
+  else return INVALID;
   if (!valid) return INVALID;
   return { valid: true, needsRehash: !hash.startsWith(CURRENT_PREFIX) };
 }
+
+/** Whether a password is one a hash could be made of (not empty, not over-long): else no work is done. */
+export const acceptablePassword = acceptableLength;
 
 // The stored forms verifyPassword reads, each in full (a truncated or mangled hash is none of them).
 const hashSchemes: readonly [name: string, form: RegExp][] = [

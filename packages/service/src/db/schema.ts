@@ -58,6 +58,11 @@ export interface UserTable {
    * form, or imported as a hash): IMAP and SMTP then try such a secret as the password too.
    */
   password_app_form: DefaultedFlag;
+  /**
+   * The secret box's binding to the password hash (credentials/password-check.ts): while it
+   * matches both, the box alone checks the password.
+   */
+  secret_box_binding: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface AliasTable {
