@@ -8,6 +8,7 @@ import {
 } from "../packages/service/src/credentials/app-passwords.ts";
 import { CryptoPool } from "../packages/service/src/credentials/crypto-pool.ts";
 import { openSecretBox } from "../packages/service/src/credentials/mailcrypt.ts";
+import { secretBoxBinding } from "../packages/service/src/credentials/password-check.ts";
 import { hashPassword } from "../packages/service/src/credentials/passwords.ts";
 import type { DatabaseHandle } from "../packages/service/src/db/database.ts";
 import { migrateToLatest } from "../packages/service/src/db/migrate.ts";
@@ -34,6 +35,8 @@ export interface Credentials {
   passwordHash: string;
   publicKey: string;
   secretBox: string;
+  /** The box bound to the hash: the users are in the current form (one derivation per sign-in). */
+  secretBoxBinding: string;
 }
 
 export async function makeCredentials(): Promise<Credentials> {
@@ -42,7 +45,12 @@ export async function makeCredentials(): Promise<Credentials> {
     hashPassword(benchPassword, pool),
     mailCryptMaterial("new-keys-without-recovery", benchPassword, pool),
   ]);
-  return { passwordHash, publicKey: material.publicKey, secretBox: material.secretBox };
+  return {
+    passwordHash,
+    publicKey: material.publicKey,
+    secretBox: material.secretBox,
+    secretBoxBinding: secretBoxBinding(passwordHash, material.secretBox),
+  };
 }
 
 // Which generated index is what: disjoint classes, fixed shares of the population.
@@ -149,6 +157,7 @@ export async function generateDataset(
           mail_crypt: keys ? (1 as const) : (0 as const),
           mail_crypt_public_key: keys ? credentials.publicKey : null,
           mail_crypt_secret_box: keys ? credentials.secretBox : null,
+          secret_box_binding: keys ? credentials.secretBoxBinding : null,
           recovery_secret_box: null,
           recovery_start_time: null,
           totp_secret: null,

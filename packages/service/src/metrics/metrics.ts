@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { isActiveUser } from "../accounts/queries.ts";
+import { derivationsSoFar } from "../credentials/derivations.ts";
 import type { Database } from "../db/schema.ts";
 import { nodeVersion, serviceVersion } from "../version.ts";
 
@@ -125,6 +126,17 @@ export class Metrics {
       labelNames: ["event"],
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
+    });
+    let counted = 0;
+    new Counter({
+      name: "argon2_derivations_total",
+      help: "Argon2 derivations started (password hashes made and verified, secret box keys)",
+      registers,
+      collect() {
+        const now = derivationsSoFar();
+        this.inc(now - counted);
+        counted = now;
+      },
     });
     // The usual build-info shape: constant 1, the facts in labels (joins onto any other series).
     new Gauge({
