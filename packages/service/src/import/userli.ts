@@ -291,6 +291,12 @@ const unusable = "!unusable!";
 
 const domainOf = (email: string): string => email.slice(email.lastIndexOf("@") + 1);
 
+/** What makes userli alias rows one address here (trimmed, any case). */
+const groupKey = (source: SourceValue | undefined): string =>
+  String(source ?? "")
+    .trim()
+    .toLowerCase();
+
 export class UserliImporter {
   readonly #source: UserliSource;
   readonly #db: Kysely<Database>;
@@ -615,7 +621,6 @@ export class UserliImporter {
     const users = new Set(this.#userBySourceId.values());
     const seen = new Map<string, string>();
     let merged = 0;
-    let group: UserliRow<"aliases">[] = [];
     let plans: AliasPlan[] = [];
     const flush = async () => {
       const batch = plans;
@@ -655,26 +660,38 @@ export class UserliImporter {
       }
       if (plans.length >= this.#batch) await flush();
     };
-    // Ordered by source: the rows of one address (userli keeps one row per destination) are
-    // neighbours, and a group never spans two batches.
-    await this.#each("aliases", ["source", "id"], summary, async (page) => {
+    // The rows of one address (userli keeps one row per destination) are taken together. They are
+    // not read ordered by address: userli has no index that serves that order, so each page would
+    // sort the rest of the table (time growing with the square of the aliases). A first pass over
+    // the ids and addresses alone counts each address's rows; the rows are then read by id, and an
+    // address of several rows waits until its last row has come.
+    const rowsOf = new Map<string, number>();
+    for await (const page of this.#source.pages("aliases", ["id", "source"], ["id"], 1000))
       for (const row of page) {
-        const key = String(row.source ?? "")
-          .trim()
-          .toLowerCase();
-        const current = group[0]
-          ? String(group[0].source ?? "")
-              .trim()
-              .toLowerCase()
-          : null;
-        if (current !== null && key !== current) {
-          await take(group);
-          group = [];
+        const key = groupKey(row.source);
+        rowsOf.set(key, (rowsOf.get(key) ?? 0) + 1);
+      }
+    for (const [key, rows] of rowsOf) if (rows === 1) rowsOf.delete(key);
+    const waiting = new Map<string, UserliRow<"aliases">[]>();
+    await this.#each("aliases", ["id"], summary, async (page) => {
+      for (const row of page) {
+        const key = groupKey(row.source);
+        const expected = rowsOf.get(key);
+        if (expected === undefined) {
+          await take([row]);
+          continue;
         }
+        const group = waiting.get(key) ?? [];
         group.push(row);
+        if (group.length < expected) waiting.set(key, group);
+        else {
+          waiting.delete(key);
+          await take(group);
+        }
       }
     });
-    await take(group);
+    // Both passes read one snapshot, so none is left waiting; should one be, it is still taken.
+    for (const group of waiting.values()) await take(group);
     await flush();
     if (merged > 0)
       summary.notes.push(
