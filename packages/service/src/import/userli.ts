@@ -1166,11 +1166,7 @@ export class UserliImporter {
     };
     if (this.#dryRun) await apply(this.#db);
     else await this.#db.transaction().execute((trx) => apply(trx));
-    this.#progress({
-      table: "webhook_endpoints",
-      done: summary.read,
-      total: this.#totals.get("webhook_endpoints") ?? 0,
-    });
+    this.#progressOf("webhook_endpoints", summary.read);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1189,12 +1185,19 @@ export class UserliImporter {
     summary: TableSummary,
     handle: (page: UserliRow<T>[]) => Promise<void>,
   ): Promise<void> {
-    const total = this.#totals.get(table) ?? 0;
     for await (const page of this.#source.pages(table, sourceColumns[table], orderBy, this.#batch)) {
       summary.read += page.length;
       await handle(page);
-      this.#progress({ table, done: summary.read, total });
+      this.#progressOf(table, summary.read);
     }
+  }
+
+  /** A table's progress, and the whole import's: the rows read of all tables that have rows of their own. */
+  #progressOf(table: SourceTable, done: number): void {
+    let allTotal = 0;
+    for (const [name, rows] of this.#totals) if (name !== "webhook_endpoint_domain") allTotal += rows;
+    const allDone = this.#report.tables.reduce((n, t) => n + t.read, 0);
+    this.#progress({ table, done, total: this.#totals.get(table) ?? 0, allDone, allTotal });
   }
 
   /** A row's plan, or null with the row reported as refused. */
