@@ -51,8 +51,8 @@ import {
  * is stored in the service's form; credentials are taken over as they are (password hashes of every
  * scheme verifyPassword reads, MailCrypt keys and secret boxes, recovery boxes, TOTP secrets, API
  * token hashes), except TOTP backup codes, which userli keeps in plain text and this service only
- * as scrypt hashes. Nothing is re-hashed: legacy password hashes are upgraded by the sign-in, as for
- * any user. No webhook fires: the accounts are not new, only moved.
+ * as keyed hashes (backup-codes.ts). Nothing is re-hashed: legacy password hashes are upgraded by
+ * the sign-in, as for any user. No webhook fires: the accounts are not new, only moved.
  *
  * Rows are read in batches and each batch is written in one transaction, keyed by what identifies
  * a row in both systems (a domain's name, a user's address, an alias's source, a token's hash...),
