@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from "node:crypto";
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from "node:crypto";
 import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -280,12 +280,14 @@ export function redactUrl(url: string): string {
  */
 export class InstallationSecret {
   static readonly minBytes = 32;
-  readonly #key: Buffer;
+  // A KeyObject, not a Buffer: createHmac takes one as it is, where a Buffer is first checked and
+  // wrapped on every call (several times the HMAC itself, which an import of many backup codes feels).
+  readonly #key: KeyObject;
 
   constructor(key: Buffer) {
     if (key.length < InstallationSecret.minBytes)
       throw new RangeError("an installation secret has 32+ bytes");
-    this.#key = Buffer.from(key);
+    this.#key = createSecretKey(Buffer.from(key));
   }
 
   /** A fresh random secret (tools and tests that keep nothing; the service reads its own). */

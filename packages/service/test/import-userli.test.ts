@@ -165,6 +165,7 @@ for (const { kind, skip } of sources) {
       assert.match(first.stdout, /users: 7 active users without a last login: the day of their last update/);
       // Not a terminal: progress as lines on standard error.
       assert.match(first.stderr, /^import: users \d+\/\d+ rows \(\d+%\)$/m);
+      assert.match(first.stderr, /^import: all tables \d+\/\d+ rows \(\d+%\)(, about .+ left)?$/m);
 
       handle = await openDatabase(target.url, { poolSize: 2 });
       db = handle.db;
@@ -738,6 +739,7 @@ test("on a terminal the import shows a progress bar", {
       timeout: 60_000,
     });
     assert.match(run.stdout, /users\s+\[[█░]+\] 19\/19 rows/);
+    assert.match(run.stdout, /all tables\s+\[[█░]+\] \d+\/\d+ rows/);
   } finally {
     await source.remove();
     await target.remove();

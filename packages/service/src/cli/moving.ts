@@ -1,6 +1,7 @@
 import { createReadStream } from "node:fs";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
+import { sql } from "kysely";
 import { exportDump, importDump } from "../import/dump.ts";
 import { formatReport, type ImportProgress } from "../import/report.ts";
 import { UserliImporter } from "../import/userli.ts";
@@ -10,28 +11,47 @@ import { out, UsageError, withServices } from "./context.ts";
 /** How often a progress line is printed when standard error is not a terminal. */
 const progressLineMs = 5000;
 
+/** "about 1 min 20 s left" from the pace so far; nothing until a little is done (no pace yet). */
+export function timeLeft(allDone: number, allTotal: number, elapsedMs: number): string | null {
+  if (allDone <= 0 || allDone >= allTotal || elapsedMs < 1000) return null;
+  const seconds = Math.ceil(((allTotal - allDone) * elapsedMs) / allDone / 1000);
+  const minutes = Math.floor(seconds / 60);
+  return `about ${minutes > 0 ? `${minutes} min ${seconds % 60} s` : `${seconds} s`} left`;
+}
+
 /**
- * Progress of a long import on standard error: a bar per table on a terminal (cli-progress), else
- * a line every few seconds and one when a table is done, so a log shows it is moving.
+ * Progress of a long import on standard error. On a terminal (cli-progress): a bar for the whole
+ * import with the time left, and one per table. Else a line every few seconds and one when a table
+ * is done, each followed by the whole import's line with the time left, so a log shows it is moving.
+ * The time left is the pace so far applied to the rows still to read.
  */
-export function progressDisplay(stream: NodeJS.WriteStream = process.stderr) {
+export function progressDisplay(stream: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr) {
+  const started = Date.now();
   if (stream.isTTY) {
     const bars = new cliProgress.MultiBar(
       {
-        stream,
-        format: "{table} [{bar}] {value}/{total} rows | {eta_formatted}",
+        stream: stream as NodeJS.WriteStream,
+        format: "{table} [{bar}] {value}/{total} rows | {left}",
         hideCursor: true,
         clearOnComplete: false,
-        etaBuffer: 50,
+        barsize: 30,
       },
       cliProgress.Presets.shades_classic,
     );
+    let all: cliProgress.SingleBar | undefined;
     const byTable = new Map<string, cliProgress.SingleBar>();
     return {
       update(progress: ImportProgress) {
+        const left = timeLeft(progress.allDone, progress.allTotal, Date.now() - started) ?? "";
+        all ??= bars.create(progress.allTotal, 0, { table: "all tables".padEnd(18), left });
+        all.setTotal(Math.max(progress.allTotal, progress.allDone));
+        all.update(progress.allDone, { left });
         let bar = byTable.get(progress.table);
         if (!bar) {
-          bar = bars.create(Math.max(progress.total, progress.done), 0, { table: progress.table.padEnd(24) });
+          bar = bars.create(Math.max(progress.total, progress.done), 0, {
+            table: progress.table.padEnd(18),
+            left: "",
+          });
           byTable.set(progress.table, bar);
         }
         bar.setTotal(Math.max(progress.total, progress.done));
@@ -41,16 +61,18 @@ export function progressDisplay(stream: NodeJS.WriteStream = process.stderr) {
     };
   }
   let lastLine = 0;
-  const last = new Map<string, ImportProgress>();
   return {
     update(progress: ImportProgress) {
-      last.set(progress.table, progress);
       const now = Date.now();
       const finished = progress.done >= progress.total;
       if (!finished && now - lastLine < progressLineMs) return;
       lastLine = now;
-      const percent = progress.total > 0 ? Math.floor((progress.done / progress.total) * 100) : 100;
-      stream.write(`import: ${progress.table} ${progress.done}/${progress.total} rows (${percent}%)\n`);
+      const percent = (done: number, total: number) => (total > 0 ? Math.floor((done / total) * 100) : 100);
+      const left = timeLeft(progress.allDone, progress.allTotal, now - started);
+      stream.write(
+        `import: ${progress.table} ${progress.done}/${progress.total} rows (${percent(progress.done, progress.total)}%)\n` +
+          `import: all tables ${progress.allDone}/${progress.allTotal} rows (${percent(progress.allDone, progress.allTotal)}%)${left ? `, ${left}` : ""}\n`,
+      );
     },
     stop: () => {},
   };
@@ -83,6 +105,12 @@ export function movingCommands(program: Command): void {
       try {
         const report = await withServices(async (s) => {
           const progress = progressDisplay();
+          // SQLite checkpoints its WAL into the database file at a commit once the WAL holds 1,000
+          // pages: a batch of random addresses dirties pages all over the indexes, so with many
+          // batches the same pages are written again and again (at 1,000,000 users a third of the
+          // import). A larger WAL during the import writes each page once per 64 MiB.
+          const sqlite = s.database.dialect === "sqlite";
+          if (sqlite) await sql`PRAGMA wal_autocheckpoint = 16384`.execute(s.database.db);
           try {
             return await new UserliImporter(source, s.database.db, (user) => s.users.backupCodeKey(user), {
               dryRun: options.dryRun ?? false,
@@ -92,6 +120,7 @@ export function movingCommands(program: Command): void {
             }).run();
           } finally {
             progress.stop();
+            if (sqlite) await sql`PRAGMA wal_autocheckpoint = 1000`.execute(s.database.db);
           }
         });
         for (const line of formatReport(report)) out(line);

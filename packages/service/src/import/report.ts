@@ -47,6 +47,9 @@ export interface ImportProgress {
   table: string;
   done: number;
   total: number;
+  /** Rows read of all tables so far, and of all tables in all: the whole import's progress. */
+  allDone: number;
+  allTotal: number;
 }
 
 export const newSummary = (table: string, target: string): TableSummary => ({

@@ -51,8 +51,8 @@ import {
  * is stored in the service's form; credentials are taken over as they are (password hashes of every
  * scheme verifyPassword reads, MailCrypt keys and secret boxes, recovery boxes, TOTP secrets, API
  * token hashes), except TOTP backup codes, which userli keeps in plain text and this service only
- * as scrypt hashes. Nothing is re-hashed: legacy password hashes are upgraded by the sign-in, as for
- * any user. No webhook fires: the accounts are not new, only moved.
+ * as keyed hashes (backup-codes.ts). Nothing is re-hashed: legacy password hashes are upgraded by
+ * the sign-in, as for any user. No webhook fires: the accounts are not new, only moved.
  *
  * Rows are read in batches and each batch is written in one transaction, keyed by what identifies
  * a row in both systems (a domain's name, a user's address, an alias's source, a token's hash...),
@@ -290,6 +290,12 @@ const changedHereLater = (
 const unusable = "!unusable!";
 
 const domainOf = (email: string): string => email.slice(email.lastIndexOf("@") + 1);
+
+/** What makes userli alias rows one address here (trimmed, any case). */
+const groupKey = (source: SourceValue | undefined): string =>
+  String(source ?? "")
+    .trim()
+    .toLowerCase();
 
 export class UserliImporter {
   readonly #source: UserliSource;
@@ -615,7 +621,6 @@ export class UserliImporter {
     const users = new Set(this.#userBySourceId.values());
     const seen = new Map<string, string>();
     let merged = 0;
-    let group: UserliRow<"aliases">[] = [];
     let plans: AliasPlan[] = [];
     const flush = async () => {
       const batch = plans;
@@ -655,26 +660,38 @@ export class UserliImporter {
       }
       if (plans.length >= this.#batch) await flush();
     };
-    // Ordered by source: the rows of one address (userli keeps one row per destination) are
-    // neighbours, and a group never spans two batches.
-    await this.#each("aliases", ["source", "id"], summary, async (page) => {
+    // The rows of one address (userli keeps one row per destination) are taken together. They are
+    // not read ordered by address: userli has no index that serves that order, so each page would
+    // sort the rest of the table (time growing with the square of the aliases). A first pass over
+    // the ids and addresses alone counts each address's rows; the rows are then read by id, and an
+    // address of several rows waits until its last row has come.
+    const rowsOf = new Map<string, number>();
+    for await (const page of this.#source.pages("aliases", ["id", "source"], ["id"], 1000))
       for (const row of page) {
-        const key = String(row.source ?? "")
-          .trim()
-          .toLowerCase();
-        const current = group[0]
-          ? String(group[0].source ?? "")
-              .trim()
-              .toLowerCase()
-          : null;
-        if (current !== null && key !== current) {
-          await take(group);
-          group = [];
+        const key = groupKey(row.source);
+        rowsOf.set(key, (rowsOf.get(key) ?? 0) + 1);
+      }
+    for (const [key, rows] of rowsOf) if (rows === 1) rowsOf.delete(key);
+    const waiting = new Map<string, UserliRow<"aliases">[]>();
+    await this.#each("aliases", ["id"], summary, async (page) => {
+      for (const row of page) {
+        const key = groupKey(row.source);
+        const expected = rowsOf.get(key);
+        if (expected === undefined) {
+          await take([row]);
+          continue;
         }
+        const group = waiting.get(key) ?? [];
         group.push(row);
+        if (group.length < expected) waiting.set(key, group);
+        else {
+          waiting.delete(key);
+          await take(group);
+        }
       }
     });
-    await take(group);
+    // Both passes read one snapshot, so none is left waiting; should one be, it is still taken.
+    for (const group of waiting.values()) await take(group);
     await flush();
     if (merged > 0)
       summary.notes.push(
@@ -1149,11 +1166,7 @@ export class UserliImporter {
     };
     if (this.#dryRun) await apply(this.#db);
     else await this.#db.transaction().execute((trx) => apply(trx));
-    this.#progress({
-      table: "webhook_endpoints",
-      done: summary.read,
-      total: this.#totals.get("webhook_endpoints") ?? 0,
-    });
+    this.#progressOf("webhook_endpoints", summary.read);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1172,12 +1185,19 @@ export class UserliImporter {
     summary: TableSummary,
     handle: (page: UserliRow<T>[]) => Promise<void>,
   ): Promise<void> {
-    const total = this.#totals.get(table) ?? 0;
     for await (const page of this.#source.pages(table, sourceColumns[table], orderBy, this.#batch)) {
       summary.read += page.length;
       await handle(page);
-      this.#progress({ table, done: summary.read, total });
+      this.#progressOf(table, summary.read);
     }
+  }
+
+  /** A table's progress, and the whole import's: the rows read of all tables that have rows of their own. */
+  #progressOf(table: SourceTable, done: number): void {
+    let allTotal = 0;
+    for (const [name, rows] of this.#totals) if (name !== "webhook_endpoint_domain") allTotal += rows;
+    const allDone = this.#report.tables.reduce((n, t) => n + t.read, 0);
+    this.#progress({ table, done, total: this.#totals.get(table) ?? 0, allDone, allTotal });
   }
 
   /** A row's plan, or null with the row reported as refused. */
