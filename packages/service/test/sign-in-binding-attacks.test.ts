@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { CheckOrigin } from "../src/accounts/sign-in.ts";
 import { ownerOrigin } from "../src/accounts/security-events.ts";
+import type { CheckOrigin } from "../src/accounts/sign-in.ts";
 import { derivationsSoFar } from "../src/credentials/derivations.ts";
 import { hashPassword } from "../src/credentials/passwords.ts";
 import { password } from "./helpers/fixtures.ts";
