@@ -65,4 +65,19 @@ describe("sign-in racing a password change", () => {
       await settings.update({ mail_crypt: 2 });
     }
   });
+  test("level 3: a sign-in racing the account's deletion is refused", async () => {
+    const { users, settings, signIn, lifecycle } = service.services;
+    await settings.update({ mail_crypt: 0 });
+    await users.create({ email: "going@example.org", password, mailCrypt: false });
+    await settings.update({ mail_crypt: 3 });
+    try {
+      const since = derivationsSoFar();
+      const racing = signIn.signIn("going@example.org", password, web());
+      await derivationStarted(since);
+      await lifecycle.delete("going@example.org", ownerOrigin("console"));
+      assert.equal((await racing).kind, "wrong_password");
+    } finally {
+      await settings.update({ mail_crypt: 2 });
+    }
+  });
 });
