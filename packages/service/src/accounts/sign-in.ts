@@ -399,6 +399,8 @@ export class SignInService {
       return refused ?? { kind: "wrong_password", user };
     }
     const made = keys !== "keep" ? await this.#enableMailCrypt(current, password, keys) : null;
+    // The password changed (or the account went) while the keys were made: it is no longer right.
+    if (made === "changed") return { kind: "wrong_password", user };
     const signedIn = made?.user ?? current;
     if (!options.deferActivity) await recordActivity(this.#db, signedIn, { kind: "sign-in" });
     const mailCrypt = options.unlockMailCrypt
@@ -534,7 +536,7 @@ export class SignInService {
     user: User,
     password: string,
     action: MailCryptAction,
-  ): Promise<{ user: User; privateKey: string | null }> {
+  ): Promise<{ user: User; privateKey: string | null } | "changed"> {
     const material = await mailCryptMaterial(action, password, this.#pool);
     if (!material) return { user, privateKey: null };
     const { publicKey, secretBox } = material;
@@ -556,9 +558,14 @@ export class SignInService {
       const made = { mailCrypt: true, mailCryptPublicKey: publicKey, mailCryptSecretBox: secretBox };
       return { user: { ...user, ...made, secretBoxBinding: binding }, privateKey: material.privateKey };
     }
-    const current = (await this.#users.findByEmail(user.email)) ?? user;
-    const verdict = await checkPassword(password, current, this.#pool);
-    return { user: current, privateKey: verdict.valid ? verdict.privateKey : null };
+    // Another sign-in made the keys, or the password changed meanwhile: the password is checked
+    // again against what is stored now, and a password no longer right signs nothing in (its proof
+    // would carry the new hash).
+    const found = await this.#users.findByEmail(user.email);
+    const current = found && !found.deleted ? found : null;
+    const verdict = current ? await checkPassword(password, current, this.#pool) : { valid: false as const };
+    if (!current || !verdict.valid) return "changed";
+    return { user: current, privateKey: verdict.privateKey };
   }
 
   /**
