@@ -4,6 +4,7 @@ import { after, before, describe, test } from "node:test";
 import type { CheckOrigin } from "../src/accounts/sign-in.ts";
 import { derivationsSoFar } from "../src/credentials/derivations.ts";
 import { sealSecretBox } from "../src/credentials/mailcrypt.ts";
+import { secretBoxBinding } from "../src/credentials/password-check.ts";
 import { md5Crypt } from "../src/credentials/md5-crypt.ts";
 import { hashPassword } from "../src/credentials/passwords.ts";
 import { password } from "./helpers/fixtures.ts";
@@ -186,6 +187,36 @@ describe("sign-in: the same number of Argon2 derivations for a right and a wrong
     assert.equal(now.mail_crypt_secret_box, box, "the box itself is userli's, unchanged");
     assert.match(now.secret_box_binding ?? "", /^[\w-]{43}$/);
     assert.deepEqual(await rightAndWrong("userli@example.org", userli.password), {
+      passdb: { right: 1, wrong: 1 },
+      web: { right: 1, wrong: 1 },
+    });
+  });
+
+  test("a box bound to a hash not in the current form is checked in full, so that hash is replaced", async () => {
+    const { users } = service.services;
+    const userli = vectors.passwordHashes;
+    await users.create({ email: "bound-old@example.org", password, mailCrypt: false });
+    const box = await sealSecretBox(
+      vectors.mailCryptKeyPair.privateKey,
+      userli.password,
+      service.services.pool,
+    );
+    await service.services.database.db
+      .updateTable("users")
+      .set({
+        password: userli.argon2id,
+        mail_crypt: 1,
+        mail_crypt_public_key: vectors.mailCryptKeyPair.publicKey,
+        mail_crypt_secret_box: box,
+        secret_box_binding: secretBoxBinding(userli.argon2id, box),
+      })
+      .where("email", "=", "bound-old@example.org")
+      .execute();
+    const wrong = await signIn("bound-old@example.org", "not it", web());
+    const right = await signIn("bound-old@example.org", userli.password, web());
+    assert.deepEqual([wrong.derivations, right.derivations], [3, 3]);
+    assert.match((await stored("bound-old@example.org")).password, /^\$argon2id\$v=19\$m=65536,t=2,p=1\$/);
+    assert.deepEqual(await rightAndWrong("bound-old@example.org", userli.password), {
       passdb: { right: 1, wrong: 1 },
       web: { right: 1, wrong: 1 },
     });

@@ -351,6 +351,12 @@ export class LifecycleService {
         })
         .where("id", "=", user.id)
         .where("password", "=", user.passwordHash)
+        // The box re-sealed above is the one stored: keys made meanwhile are not wiped.
+        .where((eb) =>
+          user.mailCryptSecretBox === null
+            ? eb("mail_crypt_secret_box", "is", null)
+            : eb("mail_crypt_secret_box", "=", user.mailCryptSecretBox),
+        )
         .executeTakeFirst();
       if (Number(updated.numUpdatedRows) !== 1) throw passwordChangedConcurrently();
       const events = this.#securityEvents;

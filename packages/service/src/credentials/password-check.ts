@@ -38,9 +38,13 @@ export type PasswordVerdict =
 export const secretBoxBinding = (passwordHash: string, secretBox: string): string =>
   createHash("sha256").update(passwordHash).update("\0").update(secretBox).digest("base64url");
 
-/** Whether the box of these stored credentials checks the password on its own. */
+/**
+ * Whether the box of these stored credentials checks the password on its own: bound to a hash in the
+ * current form (a box bound to an older hash is checked in full, so the older hash is replaced).
+ */
 export const boxChecksPassword = (stored: StoredPassword): boolean =>
   stored.mailCryptSecretBox !== null &&
+  isCurrentPasswordHash(stored.passwordHash) &&
   stored.secretBoxBinding !== null &&
   stored.secretBoxBinding === secretBoxBinding(stored.passwordHash, stored.mailCryptSecretBox);
 
