@@ -7,7 +7,7 @@ import { signInGuard } from "./0006-sign-in-guard.ts";
 import { securityEvents } from "./0007-security-events.ts";
 import { appPasswordsAndPasskeys } from "./0008-app-passwords-and-passkeys.ts";
 import { passkeyChallenges } from "./0009-passkey-challenges.ts";
-import { usersTwoFactorFilter } from "./0010-users-two-factor-filter.ts";
+import { usersPageAtScale } from "./0010-users-page-at-scale.ts";
 import type { VersionedMigration } from "./types.ts";
 
 /** Applied in key order; a released migration is never edited, only followed by a new one. */
@@ -21,5 +21,5 @@ export const migrations: Record<string, VersionedMigration> = {
   "0007-security-events": securityEvents,
   "0008-app-passwords-and-passkeys": appPasswordsAndPasskeys,
   "0009-passkey-challenges": passkeyChallenges,
-  "0010-users-two-factor-filter": usersTwoFactorFilter,
+  "0010-users-page-at-scale": usersPageAtScale,
 };
