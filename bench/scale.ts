@@ -4,6 +4,7 @@
  *
  *   node bench/scale.ts generate --database sqlite|postgres --users N [--dir DIR]
  *   node bench/scale.ts measure  --database sqlite|postgres --users N [--dir DIR] [--seconds S] [--out FILE]
+ *                                [--skip-admin] [--memory-only]
  *   node bench/scale.ts summary  [--out FILE] RESULT.json...
  *   node bench/scale.ts drop     --database postgres --users N [--dir DIR]
  *   node bench/scale.ts smoke    (all three steps on 1,000 users, SQLite, 1 s per figure)
@@ -55,6 +56,8 @@ const { values: args, positionals } = parseArgs({
     dir: { type: "string", default: "/tmp/mas-scale" },
     seconds: { type: "string", default: "5" },
     out: { type: "string" },
+    "memory-only": { type: "boolean", default: false },
+    "skip-admin": { type: "boolean", default: false },
   },
 });
 
@@ -129,10 +132,16 @@ async function drop(database: string, users: number, dir: string) {
   rmSync(file, { force: true });
 }
 
-/** VmRSS of a process, in MiB. */
-function rssMiB(pid: number): number {
+/**
+ * Resident memory of a process, in MiB: all of it, then its own (heap, stacks: RssAnon) apart from
+ * mapped files (RssFile: the code, and on SQLite the memory-mapped database, pages the kernel
+ * shares and can drop at will).
+ */
+function rssMiB(pid: number): { rss: number; anon: number; file: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024;
+  const mib = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0) / 1024;
+  return { rss: mib("VmRSS"), anon: mib("RssAnon"), file: mib("RssFile") };
 }
 
 async function startService(databaseUrl: string, logFile: string) {
@@ -183,7 +192,14 @@ function adminPages(size: DatasetSize, firstId: number, lastId: number) {
   ];
 }
 
-async function measure(database: string, users: number, dir: string, seconds: number, out?: string) {
+async function measure(
+  database: string,
+  users: number,
+  dir: string,
+  seconds: number,
+  out?: string,
+  memoryOnly = false,
+) {
   const meta = JSON.parse(readFileSync(metaFile(dir, database, users), "utf8")) as Generated;
   const size = meta.size;
   const generator = detectLoadGenerator();
@@ -201,7 +217,7 @@ async function measure(database: string, users: number, dir: string, seconds: nu
   const service = await startService(meta.url, join(workDir, "service.log"));
   try {
     await sleep(2000);
-    const memory: Record<string, number> = { afterStartMiB: rssMiB(service.pid) };
+    const memory: Record<string, ReturnType<typeof rssMiB>> = { afterStart: rssMiB(service.pid) };
     const lists = lookupEndpoints.map(
       (endpoint, n) => [endpoint, keyList(endpoint, size, 20_000, n + 1)] as const,
     );
@@ -217,7 +233,16 @@ async function measure(database: string, users: number, dir: string, seconds: nu
     for (const [endpoint, requests] of lists)
       await runLoad(generator.name, { ...spec(endpoint, requests), connections: 64, seconds: 2 });
     await sleep(3000);
-    memory.afterWarmMiB = rssMiB(service.pid);
+    memory.afterWarm = rssMiB(service.pid);
+    if (memoryOnly) {
+      log(`${database} ${users} RSS (MiB): ${JSON.stringify(memory)}`);
+      const file = out ?? join(dir, `memory-${database}-${users}.json`);
+      writeFileSync(
+        file,
+        `${JSON.stringify({ date: new Date().toISOString(), database, size, memory }, null, 2)}\n`,
+      );
+      return null;
+    }
     const lookups: Record<string, LoadResult> = {};
     for (const [endpoint, requests] of lists) {
       const result = await runLoad(generator.name, {
@@ -233,7 +258,8 @@ async function measure(database: string, users: number, dir: string, seconds: nu
     }
     const cookie = await webSignIn(service.url, adminEmail);
     const admin: Record<string, LoadResult & { query: string }> = {};
-    for (const { name, query } of adminPages(size, Number(ids.first), Number(ids.last))) {
+    const pages = args["skip-admin"] ? [] : adminPages(size, Number(ids.first), Number(ids.last));
+    for (const { name, query } of pages) {
       const path = `/admin/users${query ? `?${query}` : ""}`;
       const check = await fetch(`${service.url}${path}`, { headers: { cookie } });
       if (check.status !== 200) throw new Error(`${path} answered ${check.status}`);
@@ -255,8 +281,8 @@ async function measure(database: string, users: number, dir: string, seconds: nu
       );
     }
     await sleep(2000);
-    memory.afterAllMiB = rssMiB(service.pid);
-    log(`${database} ${users} RSS: ${JSON.stringify(memory)}`);
+    memory.afterAll = rssMiB(service.pid);
+    log(`${database} ${users} RSS (MiB): ${JSON.stringify(memory)}`);
     const result = {
       date: new Date().toISOString(),
       command: process.argv.slice(1).join(" "),
@@ -294,7 +320,10 @@ async function measure(database: string, users: number, dir: string, seconds: nu
   }
 }
 
-type Measured = Awaited<ReturnType<typeof measure>>;
+const rss = (m: { rss: number; anon: number; file: number }) =>
+  `${m.rss.toFixed(0)} (own ${m.anon.toFixed(0)}, mapped files ${m.file.toFixed(0)})`;
+
+type Measured = NonNullable<Awaited<ReturnType<typeof measure>>>;
 
 /** Each figure of issue 30 beside its target, from the result files of `measure`. */
 function summary(files: string[], out?: string) {
@@ -341,9 +370,12 @@ function summary(files: string[], out?: string) {
           worst[1].p99Ms < 100,
           "ms",
         );
-      lines.push(
-        `${database} ${run.size.users} RSS: after start ${run.memory.afterStartMiB?.toFixed(0)} MiB, after warm-up ${run.memory.afterWarmMiB?.toFixed(0)} MiB, after the run ${run.memory.afterAllMiB?.toFixed(0)} MiB`,
+      const memory = Object.entries(run.memory as Record<string, unknown>).map(([when, m]) =>
+        typeof m === "number"
+          ? `${when} ${m.toFixed(0)}`
+          : `${when} ${rss(m as { rss: number; anon: number; file: number })}`,
       );
+      lines.push(`${database} ${run.size.users} RSS (MiB): ${memory.join(", ")}`);
     }
   }
   process.stdout.write(`${lines.join("\n")}\n`);
@@ -359,7 +391,8 @@ if (!Number.isInteger(users) || users < 100) {
 const dir = args.dir as string;
 const database = args.database as string;
 if (command === "generate") await generate(database, users, dir);
-else if (command === "measure") await measure(database, users, dir, Number(args.seconds), args.out);
+else if (command === "measure")
+  await measure(database, users, dir, Number(args.seconds), args.out, args["memory-only"]);
 else if (command === "drop") await drop(database, users, dir);
 else if (command === "summary") summary(positionals.slice(1), args.out);
 else if (command === "smoke") {
