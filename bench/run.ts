@@ -6,6 +6,7 @@
  *                     [--databases sqlite,postgres,mariadb] [--skip-passdb] [--skip-web] [--endpoints a,b]
  *                     [--connections 1,16,64] [--skip-postfix-adapter] [--skip-import]
  *                     [--passdb-client-addresses] [--skip-app-passwords]
+ *   node bench/run.ts --users 1000000 [--databases sqlite,postgres]   (issue 30, see bench/scale.ts)
  *
  * PostgreSQL and MariaDB runs happen when TEST_POSTGRES_URL / TEST_MARIADB_URL are set: a fresh
  * database is created on that server for the run and dropped afterwards.
@@ -65,8 +66,13 @@ const { values: args } = parseArgs({
     "skip-import": { type: "boolean", default: false },
     "passdb-client-addresses": { type: "boolean", default: false },
     "skip-app-passwords": { type: "boolean", default: false },
+    users: { type: "string" },
   },
 });
+
+// Issue 30: `--users N` runs bench/scale.ts instead (lookups and the admin users page at 100,000
+// and at N users, memory at rest), on SQLite and, with TEST_POSTGRES_URL, PostgreSQL.
+if (args.users) await runScale(args.users);
 
 const smoke = args.smoke ?? false;
 const settings = smoke
@@ -1037,3 +1043,31 @@ for (const t of results.targets)
   );
 lines.push(`results: ${out} (${fmt(results.totalSeconds)} s)`);
 process.stdout.write(`${lines.join("\n")}\n`);
+
+async function runScale(users: string): Promise<never> {
+  const scale = join(repoRoot, "bench/scale.ts");
+  const step = (...rest: string[]) =>
+    new Promise<void>((resolve, reject) =>
+      spawn(process.execPath, [scale, ...rest], { stdio: "inherit" }).on("exit", (code) =>
+        code === 0 ? resolve() : reject(new Error(`bench/scale.ts ${rest.join(" ")}: exit ${code}`)),
+      ),
+    );
+  const databases = (args.databases ?? "sqlite,postgres")
+    .split(",")
+    .filter((d) => d === "sqlite" || (d === "postgres" && process.env.TEST_POSTGRES_URL));
+  const stamp = new Date().toISOString().slice(0, 10);
+  const files: string[] = [];
+  for (const database of databases)
+    for (const n of [...new Set(["100000", users])]) {
+      const out = join(repoRoot, "bench/results", `${stamp}-scale-${database}-${n}.json`);
+      await step("generate", "--database", database, "--users", n);
+      try {
+        await step("measure", "--database", database, "--users", n, "--out", out);
+      } finally {
+        await step("drop", "--database", database, "--users", n);
+      }
+      files.push(out);
+    }
+  await step("summary", "--out", join(repoRoot, "bench/results", `${stamp}-scale-summary.json`), ...files);
+  process.exit(0);
+}

@@ -18,6 +18,7 @@ describe("message catalogue", () => {
     assert.equal(de("aliases.randomLeft", { count: 99 }), "Du kannst noch 99 zufällige Aliasse erstellen.");
     assert.equal(en("admin.users.count", { count: 1 }), "1 user matches.");
     assert.equal(en("admin.users.count", { count: 3 }), "3 users match.");
+    assert.equal(en("admin.users.countAtLeast", { count: 10000 }), "More than 10000 users match.");
     assert.equal(de("admin.audit.count", { count: 1 }), "1 Eintrag");
     assert.equal(de("admin.audit.count", { count: 5 }), "5 Einträge");
     assert.match(en("login.throttled", { count: 1 }), /wait 1 second and/);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as openpgp from "openpgp";
-import { notPermitted, userActor } from "../src/accounts/admin-scope.ts";
+import { consoleActor, notPermitted, userActor } from "../src/accounts/admin-scope.ts";
 import { isRefusal } from "../src/errors.ts";
 import { password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
@@ -308,6 +308,47 @@ describe("admin area: who may do what", () => {
       (await adminClient.get("/admin/users?status=all")).text,
       new RegExp(`${stored.length} users match`),
     );
+  });
+
+  test("the users list counts matches up to a bound: past it the page says 'more than', and still pages through every match", async () => {
+    const { admin, users } = service.services;
+    for (let i = 0; i < 25; i++)
+      await users.create({ email: `bounded${String(i).padStart(2, "0")}@example.org`, password });
+    const filter = { search: "bounded", status: "active" as const };
+    const exact = await admin.users.list(consoleActor, filter, {}, 10, 25);
+    assert.equal(exact.total, 25);
+    assert.equal(exact.totalAtLeast, false);
+    const bounded = await admin.users.list(consoleActor, filter, {}, 10, 24);
+    assert.equal(bounded.total, 24);
+    assert.equal(bounded.totalAtLeast, true);
+    assert.deepEqual(
+      bounded.items.map((u) => u.email),
+      exact.items.map((u) => u.email),
+    );
+    // Past the bound the pages are read by the cursor: every match once, newest first, and back.
+    const seen: string[] = [];
+    let page = bounded;
+    const olders: number[] = [];
+    for (;;) {
+      seen.push(...page.items.map((u) => u.email));
+      if (page.older === null) break;
+      olders.push(page.older);
+      page = await admin.users.list(consoleActor, filter, { after: page.older }, 10, 5);
+      assert.equal(page.totalAtLeast, true);
+    }
+    const expected = Array.from(
+      { length: 25 },
+      (_, i) => `bounded${String(24 - i).padStart(2, "0")}@example.org`,
+    );
+    assert.deepEqual(seen, expected);
+    assert.ok(page.newer !== null);
+    const back = await admin.users.list(consoleActor, filter, { before: page.newer }, 10, 5);
+    assert.deepEqual(
+      back.items.map((u) => u.email),
+      expected.slice(10, 20),
+    );
+    const text = (await adminClient.get("/admin/users?search=bounded")).text;
+    assert.match(text, /25 users match/);
   });
 
   test("the audit log page: an admin sees every entry, a domain admin only its own domain's", async () => {

@@ -14,8 +14,9 @@ export interface ListCursor {
 
 export interface KeysetPage<T> {
   items: T[];
-  /** All matches, not only this page. */
+  /** All matches, not only this page; with `totalAtLeast`, a lower bound (a count that stopped). */
   total: number;
+  totalAtLeast: boolean;
   /** Cursor (`before`) of the page with newer entries, or null on the first page. */
   newer: number | null;
   /** Cursor (`after`) of the page with older entries, or null on the last page. */
@@ -52,6 +53,7 @@ export function keysetPage<T extends { id: number }>(
   limit: number,
   cursor: ListCursor,
   total: number,
+  totalAtLeast = false,
 ): KeysetPage<T> {
   const backwards = readsBackwards(cursor);
   const more = rows.length > limit;
@@ -62,6 +64,7 @@ export function keysetPage<T extends { id: number }>(
   return {
     items,
     total,
+    totalAtLeast,
     newer: backwards ? (more ? first : null) : cursor.after !== undefined ? first : null,
     older: backwards ? last : more ? last : null,
   };

@@ -60,8 +60,8 @@ export interface UserFacts {
   sessions: number;
 }
 
-/** The most matching ids a search collects in one walk (see `#pageIds`). */
-const searchWalk = 20_000;
+/** The most matches the users page counts exactly; past it the page says "more than" (see `#pageIds`). */
+export const countedMatches = 10_000;
 
 /** The stored roles contain this role (JSON text `["ROLE_USER","ROLE_X"]`; `_` escaped for LIKE). */
 export const holdsRole = (role: Role) =>
@@ -147,6 +147,7 @@ export class AdminUsers {
     filter: UserListFilter,
     cursor: ListCursor,
     limit = 20,
+    counted = countedMatches,
   ): Promise<KeysetPage<UserListItem>> {
     let query = usersQuery(this.#db);
     const scope = domainScope(actor);
@@ -177,7 +178,7 @@ export class AdminUsers {
     // The page's ids first, from the filter alone (an index walk in id order: users_deleted_id_email
     // holds the address the search tests), then those rows: the wide rows are read only for the
     // page, whatever plan the database picks for the filter.
-    const { ids, total } = await this.#pageIds(query, cursor, limit, filter.search !== "");
+    const { ids, total, totalAtLeast } = await this.#pageIds(query, cursor, limit, counted);
     const byId = new Map(
       (ids.length === 0
         ? []
@@ -201,44 +202,45 @@ export class AdminUsers {
       lastLoginTime: row.last_login_time === null ? null : Number(row.last_login_time),
       createdAt: Number(row.created_at),
     }));
-    return keysetPage(items, limit, cursor, total);
+    return keysetPage(items, limit, cursor, total, totalAtLeast);
   }
 
   /**
    * The ids of one page (`limit + 1`, in the cursor's reading order) and the number of matches.
-   * A search usually matches few users: then one walk collects every matching id (at most
-   * `searchWalk`), and the count and the page come from it; the index is read once, not twice.
-   * Otherwise (no search, or a search matching many) the page is read by the cursor and counted
-   * apart, each statement stopping or counting on the index.
+   * One walk along the filter in id order collects the matching ids, at most `counted`:
+   * when that is all of them, the count and the page come from it (the index is read once, not
+   * twice). A filter matching more is counted as "more than `counted`" and its page read by
+   * the cursor: an exact count of a million users reads a million index entries on every page
+   * (bench/README.md, "Issue 30"), and past ten thousand the admin narrows the filter anyway.
    */
   async #pageIds(
     query: UserQuery,
     cursor: ListCursor,
     limit: number,
-    searching: boolean,
-  ): Promise<{ ids: number[]; total: number }> {
-    if (searching) {
-      const all = (
-        await query
-          .select("id")
-          .orderBy("id", "desc")
-          .limit(searchWalk + 1)
-          .execute()
-      ).map((row) => Number(row.id));
-      if (all.length <= searchWalk) {
-        if (readsBackwards(cursor)) {
-          const newer = all.filter((id) => id > (cursor.before as number)).reverse();
-          return { ids: newer.slice(0, limit + 1), total: all.length };
-        }
-        const older = cursor.after === undefined ? all : all.filter((id) => id < (cursor.after as number));
-        return { ids: older.slice(0, limit + 1), total: all.length };
+    counted: number,
+  ): Promise<{ ids: number[]; total: number; totalAtLeast: boolean }> {
+    const all = (
+      await query
+        .select("id")
+        .orderBy("id", "desc")
+        .limit(counted + 1)
+        .execute()
+    ).map((row) => Number(row.id));
+    if (all.length <= counted) {
+      if (readsBackwards(cursor)) {
+        const newer = all.filter((id) => id > (cursor.before as number)).reverse();
+        return { ids: newer.slice(0, limit + 1), total: all.length, totalAtLeast: false };
       }
+      const older = cursor.after === undefined ? all : all.filter((id) => id < (cursor.after as number));
+      return { ids: older.slice(0, limit + 1), total: all.length, totalAtLeast: false };
     }
-    const [rows, count] = await Promise.all([
-      inCursorOrder(query.select("id"), "id", cursor, limit).execute(),
-      query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
-    ]);
-    return { ids: rows.map((row) => Number(row.id)), total: Number(count.n) };
+    const ids =
+      cursor.after === undefined && cursor.before === undefined
+        ? all.slice(0, limit + 1)
+        : (await inCursorOrder(query.select("id"), "id", cursor, limit).execute()).map((row) =>
+            Number(row.id),
+          );
+    return { ids, total: counted, totalAtLeast: true };
   }
 
   /** A user the actor may see (deleted ones included), or a 404/403. */

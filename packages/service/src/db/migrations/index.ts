@@ -8,6 +8,7 @@ import { securityEvents } from "./0007-security-events.ts";
 import { appPasswordsAndPasskeys } from "./0008-app-passwords-and-passkeys.ts";
 import { passkeyChallenges } from "./0009-passkey-challenges.ts";
 import { secretBoxBinding } from "./0010-secret-box-binding.ts";
+import { usersPageAtScale } from "./0011-users-page-at-scale.ts";
 import type { VersionedMigration } from "./types.ts";
 
 /** Applied in key order; a released migration is never edited, only followed by a new one. */
@@ -22,4 +23,5 @@ export const migrations: Record<string, VersionedMigration> = {
   "0008-app-passwords-and-passkeys": appPasswordsAndPasskeys,
   "0009-passkey-challenges": passkeyChallenges,
   "0010-secret-box-binding": secretBoxBinding,
+  "0011-users-page-at-scale": usersPageAtScale,
 };
