@@ -48,6 +48,8 @@ async function main() {
     trustProxy: config.trustProxy,
     timeouts: { request: config.requestTimeout, connection: config.connectionTimeout },
     ...(config.webEnabled ? { web: { plugin: webInterface, notFound: notFoundPage } } : {}),
+    // Ready to answer at full speed when it says "listening" (issue 30).
+    warmUp: true,
   });
   const background = createBackground(services, logger, {
     webhooks: { retryDelays: config.webhookRetryDelays },
