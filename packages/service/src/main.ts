@@ -48,8 +48,9 @@ async function main() {
     trustProxy: config.trustProxy,
     timeouts: { request: config.requestTimeout, connection: config.connectionTimeout },
     ...(config.webEnabled ? { web: { plugin: webInterface, notFound: notFoundPage } } : {}),
-    // Ready to answer at full speed when it says "listening" (issue 30).
-    warmUp: true,
+    // No warm-up (buildApp's `warmUp`): asked through app.inject, the lookups stayed slower for the
+    // process's whole life afterwards (bench/README.md, "Issue 30: warm at start").
+    warmUp: false,
   });
   const background = createBackground(services, logger, {
     webhooks: { retryDelays: config.webhookRetryDelays },
