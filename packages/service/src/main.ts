@@ -48,9 +48,6 @@ async function main() {
     trustProxy: config.trustProxy,
     timeouts: { request: config.requestTimeout, connection: config.connectionTimeout },
     ...(config.webEnabled ? { web: { plugin: webInterface, notFound: notFoundPage } } : {}),
-    // No warm-up (buildApp's `warmUp`): asked through app.inject, the lookups stayed slower for the
-    // process's whole life afterwards (bench/README.md, "Issue 30: warm at start").
-    warmUp: false,
   });
   const background = createBackground(services, logger, {
     webhooks: { retryDelays: config.webhookRetryDelays },

@@ -47,11 +47,6 @@ export interface AppOptions {
   timeouts?: { request: number; connection: number };
   /** The web interface (pages for people); registered by main.ts, absent in API-only tests. */
   web?: WebSurface;
-  /**
-   * Once ready, ask each per-message lookup before returning the app (integration/warm-up.ts):
-   * main.ts sets it, so the service answers at full speed from the moment it listens.
-   */
-  warmUp?: boolean;
 }
 
 /** The web interface as the app sees it: its plugin and its HTML page for unknown paths. */
@@ -68,7 +63,6 @@ export async function buildApp({
   trustProxy = false,
   timeouts = { request: 60, connection: 120 },
   web,
-  warmUp = false,
 }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -167,15 +161,9 @@ export async function buildApp({
     routesByUrl.set(route.url, methods);
   });
 
-  const warmUps: (() => Promise<void>)[] = [];
   await openApiDocument(app);
   await app.register(formBody, { bodyLimit });
-  await app.register(async (scope) =>
-    integrationApi(scope, services, {
-      userliCompat,
-      ...(warmUp ? { warmUp: (run) => warmUps.push(run) } : {}),
-    }),
-  );
+  await app.register(async (scope) => integrationApi(scope, services, { userliCompat }));
   await app.register(async (scope) => wellKnownRoutes(scope, services));
   await app.register(async (scope) => adminApi(scope, services));
   await app.register(async (scope) => healthRoutes(scope, services));
@@ -193,10 +181,6 @@ export async function buildApp({
       handler: async (_request, reply) =>
         reply.code(405).header("Allow", allow).send({ message: "Method not allowed" }),
     });
-  }
-  if (warmUps.length > 0) {
-    await app.ready();
-    for (const run of warmUps) await run();
   }
   return app;
 }

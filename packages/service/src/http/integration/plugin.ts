@@ -1,7 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { Services } from "../../services.ts";
 import type { TokenCheck } from "../auth.ts";
-import { andThen } from "./eventually.ts";
 import { MessageLookups } from "./lookups.ts";
 import { writeResponsesInGroups } from "./response-groups.ts";
 import { identityRoutes } from "./routes/identity.ts";
@@ -9,7 +8,6 @@ import { mailboxServerRoutes } from "./routes/mailbox-server.ts";
 import { mtaRoutes } from "./routes/mta.ts";
 import { retentionRoutes } from "./routes/retention.ts";
 import { webmailRoutes } from "./routes/webmail.ts";
-import { newWarmUpPass, type WarmUpPass, warmUpLookups } from "./warm-up.ts";
 
 /**
  * The integration API: what Dovecot, Postfix, the webmail, the identity provider and the mailbox
@@ -20,27 +18,11 @@ import { newWarmUpPass, type WarmUpPass, warmUpLookups } from "./warm-up.ts";
 export async function integrationApi(
   app: FastifyInstance,
   services: Services,
-  options: { userliCompat?: boolean; warmUp?: (run: () => Promise<void>) => void } = {},
+  options: { userliCompat?: boolean } = {},
 ) {
   writeResponsesInGroups(app);
   const lookups = new MessageLookups(services.database, services.settings, services.tokens);
-  // The warm-up's pass (warm-up.ts) goes the token check's whole way, read included, and is
-  // admitted only while the warm-up runs, before the app is ready for anyone else.
-  let warmUp: WarmUpPass | null = options.warmUp ? newWarmUpPass() : null;
-  const tokenCheck: TokenCheck = (plain) => {
-    const pass = warmUp;
-    if (pass === null || plain !== pass.plain) return lookups.authenticate(plain);
-    return andThen(lookups.authenticate(plain), () => pass.token);
-  };
-  // Handed to buildApp, which runs it once the app is ready and before it listens.
-  if (warmUp)
-    options.warmUp?.(async () => {
-      try {
-        if (warmUp) await warmUpLookups(app, services.database, services.metrics, warmUp);
-      } finally {
-        warmUp = null;
-      }
-    });
+  const tokenCheck: TokenCheck = (plain) => lookups.authenticate(plain);
   const { database, signIn, aliases, identity, retention, lifecycle } = services;
   const groups: [
     prefix: string,
