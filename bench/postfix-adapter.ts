@@ -19,7 +19,7 @@
  * host's speed drifts over minutes.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect as connectTcp, type Socket } from "node:net";
 import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
@@ -44,6 +44,7 @@ import {
   smokeSize,
 } from "./dataset.ts";
 import { percentile } from "./passdb-client.ts";
+import { spawnService } from "./service-process.ts";
 
 const repoRoot = fileURLToPath(new URL("../", import.meta.url));
 const node = process.execPath;
@@ -93,16 +94,7 @@ async function startService(databaseUrl: string): Promise<Child & { url: string 
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const logFile = join(workDir, "service.log");
-    const child = spawn(node, [join(repoRoot, "packages/service/src/main.ts")], {
-      cwd: repoRoot,
-      env: {
-        PATH: process.env.PATH ?? "",
-        NODE_ENV: "production",
-        DATABASE_URL: databaseUrl,
-        LISTEN_ADDR: `127.0.0.1:${port}`,
-      },
-      stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
-    });
+    const child = spawnService({ databaseUrl, port, logFile });
     const url = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 60_000;
     for (;;) {

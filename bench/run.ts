@@ -26,7 +26,6 @@ import {
   type AppPasswordCredential,
   appPasswordPassdbList,
   benchPassword,
-  type Credentials,
   endpointScope,
   fullSize,
   type GeneratedDataset,
@@ -46,6 +45,7 @@ import {
 } from "./dataset.ts";
 import { detectLoadGenerator, type LoadGenerator, type LoadResult, runLoad } from "./load.ts";
 import { type PassdbResult, percentile, runPassdb } from "./passdb-client.ts";
+import { spawnService } from "./service-process.ts";
 import { webSignIn } from "./web-sign-in.ts";
 
 const repoRoot = fileURLToPath(new URL("../", import.meta.url));
@@ -190,16 +190,12 @@ async function startServiceOn(port: number, databaseUrl: string, name: string): 
   const profileArgs = args.profile
     ? ["--cpu-prof", `--cpu-prof-dir=${args.profile}`, `--cpu-prof-name=service-${name}.cpuprofile`]
     : [];
-  const child = spawn(node, [...profileArgs, join(repoRoot, "packages/service/src/main.ts")], {
-    cwd: repoRoot,
-    env: {
-      PATH: process.env.PATH ?? "",
-      NODE_ENV: "production",
-      DATABASE_URL: databaseUrl,
-      LISTEN_ADDR: `127.0.0.1:${port}`,
-      METRICS_TOKEN: metricsToken,
-    },
-    stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
+  const child = spawnService({
+    databaseUrl,
+    port,
+    logFile,
+    env: { METRICS_TOKEN: metricsToken },
+    nodeArgs: profileArgs,
   });
   const url = `http://127.0.0.1:${port}`;
   await waitUntilUp(`${url}/health`, child, "service", logFile);
@@ -703,16 +699,7 @@ async function warmStartPhase(databaseUrl: string, tokens: GeneratedDataset["tok
     const profileArgs = args.profile
       ? ["--cpu-prof", `--cpu-prof-dir=${args.profile}`, `--cpu-prof-name=service-warm-${n}.cpuprofile`]
       : [];
-    const child = spawn(node, [...profileArgs, join(repoRoot, "packages/service/src/main.ts")], {
-      cwd: repoRoot,
-      env: {
-        PATH: process.env.PATH ?? "",
-        NODE_ENV: "production",
-        DATABASE_URL: databaseUrl,
-        LISTEN_ADDR: `127.0.0.1:${port}`,
-      },
-      stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
-    });
+    const child = spawnService({ databaseUrl, port, logFile, nodeArgs: profileArgs });
     try {
       await acceptsConnections(port, child, logFile);
       const listeningAfterMs = Date.now() - spawned;

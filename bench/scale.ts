@@ -17,8 +17,8 @@
  * writes one result file. `summary` sets each figure beside its target. `npm run bench -- --users N`
  * runs generate, measure and (PostgreSQL) drop for both databases. See bench/README.md, "Issue 30".
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,6 +42,7 @@ import {
   makeCredentials,
 } from "./dataset.ts";
 import { detectLoadGenerator, type LoadResult, runLoad } from "./load.ts";
+import { spawnService } from "./service-process.ts";
 import { webSignIn } from "./web-sign-in.ts";
 
 const repoRoot = fileURLToPath(new URL("../", import.meta.url));
@@ -146,17 +147,7 @@ function rssMiB(pid: number): { rss: number; anon: number; file: number } {
 
 async function startService(databaseUrl: string, logFile: string) {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [join(repoRoot, "packages/service/src/main.ts")], {
-    cwd: repoRoot,
-    env: {
-      PATH: process.env.PATH ?? "",
-      NODE_ENV: "production",
-      DATABASE_URL: databaseUrl,
-      LISTEN_ADDR: `127.0.0.1:${port}`,
-      JOBS_ENABLED: "false",
-    },
-    stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
-  });
+  const child: ChildProcess = spawnService({ databaseUrl, port, logFile, env: { JOBS_ENABLED: "false" } });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`the service exited: ${readFileSync(logFile, "utf8")}`);

@@ -4,8 +4,8 @@ import { after, before, describe, test } from "node:test";
 import type { CheckOrigin } from "../src/accounts/sign-in.ts";
 import { derivationsSoFar } from "../src/credentials/derivations.ts";
 import { sealSecretBox } from "../src/credentials/mailcrypt.ts";
-import { secretBoxBinding } from "../src/credentials/password-check.ts";
 import { md5Crypt } from "../src/credentials/md5-crypt.ts";
+import { secretBoxBinding } from "../src/credentials/password-check.ts";
 import { hashPassword } from "../src/credentials/passwords.ts";
 import { password } from "./helpers/fixtures.ts";
 import { startService, type TestService } from "./helpers/service.ts";
@@ -77,6 +77,29 @@ describe("sign-in: the same number of Argon2 derivations for a right and a wrong
       );
     }
     return counts;
+  }
+
+  /**
+   * An account as userli stores it: its Argon2id hash (t=4) and the vectors' key pair in a box sealed
+   * under the same password; `bound` as if a box had been bound to that older hash. Returns the box.
+   */
+  async function userliAccount(email: string, { bound }: { bound: boolean }): Promise<string> {
+    const userli = vectors.passwordHashes;
+    await service.services.users.create({ email, password, mailCrypt: false });
+    const { pool } = service.services;
+    const box = await sealSecretBox(vectors.mailCryptKeyPair.privateKey, userli.password, pool);
+    await service.services.database.db
+      .updateTable("users")
+      .set({
+        password: userli.argon2id,
+        mail_crypt: 1,
+        mail_crypt_public_key: vectors.mailCryptKeyPair.publicKey,
+        mail_crypt_secret_box: box,
+        secret_box_binding: bound ? secretBoxBinding(userli.argon2id, box) : null,
+      })
+      .where("email", "=", email)
+      .execute();
+    return box;
   }
 
   before(async () => {
@@ -153,23 +176,7 @@ describe("sign-in: the same number of Argon2 derivations for a right and a wrong
 
     // userli's own account: its Argon2id at t=4 and its box (sealed under the same password), unbound.
     const userli = vectors.passwordHashes;
-    await users.create({ email: "userli@example.org", password, mailCrypt: false });
-    const box = await sealSecretBox(
-      vectors.mailCryptKeyPair.privateKey,
-      userli.password,
-      service.services.pool,
-    );
-    await service.services.database.db
-      .updateTable("users")
-      .set({
-        password: userli.argon2id,
-        mail_crypt: 1,
-        mail_crypt_public_key: vectors.mailCryptKeyPair.publicKey,
-        mail_crypt_secret_box: box,
-        secret_box_binding: null,
-      })
-      .where("email", "=", "userli@example.org")
-      .execute();
+    const box = await userliAccount("userli@example.org", { bound: false });
     const wrong = await signIn("userli@example.org", "not it", passdb());
     assert.equal(wrong.result.kind, "wrong_password");
     const right = await signIn("userli@example.org", userli.password, passdb());
@@ -193,25 +200,8 @@ describe("sign-in: the same number of Argon2 derivations for a right and a wrong
   });
 
   test("a box bound to a hash not in the current form is checked in full, so that hash is replaced", async () => {
-    const { users } = service.services;
     const userli = vectors.passwordHashes;
-    await users.create({ email: "bound-old@example.org", password, mailCrypt: false });
-    const box = await sealSecretBox(
-      vectors.mailCryptKeyPair.privateKey,
-      userli.password,
-      service.services.pool,
-    );
-    await service.services.database.db
-      .updateTable("users")
-      .set({
-        password: userli.argon2id,
-        mail_crypt: 1,
-        mail_crypt_public_key: vectors.mailCryptKeyPair.publicKey,
-        mail_crypt_secret_box: box,
-        secret_box_binding: secretBoxBinding(userli.argon2id, box),
-      })
-      .where("email", "=", "bound-old@example.org")
-      .execute();
+    await userliAccount("bound-old@example.org", { bound: true });
     const wrong = await signIn("bound-old@example.org", "not it", web());
     const right = await signIn("bound-old@example.org", userli.password, web());
     assert.deepEqual([wrong.derivations, right.derivations], [3, 3]);
