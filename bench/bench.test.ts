@@ -64,6 +64,9 @@ test("npm run bench --smoke: every phase runs and writes its results", { timeout
     assert.ok(results.passdb.service.completed > 0);
     assert.deepEqual(Object.keys(results.passdb.service.statuses), ["200"]);
     assert.ok(results.passdb.argon2Raw.rps > 0);
+    assert.ok(results.passdb.argon2One.rps > 0);
+    // Issue 30: one Argon2 derivation per passdb sign-in, counted by the service, right or wrong.
+    assert.deepEqual(results.passdb.derivations, { right: 1, wrong: 1 });
     assert.ok(results.lookupsDuringPassdb.lookups.requests > 0);
     assert.ok(results.memory.peakRssMiB > 0);
 
@@ -117,7 +120,8 @@ test("npm run bench --smoke: every phase runs and writes its results", { timeout
 
     // The printed table names every target with its figure.
     assert.match(run.stdout, /\| baseline \(sqlite\) \| domain \| 64 \|/);
-    assert.match(run.stdout, /passdb \/ raw Argon2 rate: \d/);
+    assert.match(run.stdout, /passdb \(MailCrypt\) \/ the two-derivation pair of before \(t=4 \+ t=2\): \d/);
+    assert.match(run.stdout, /derivations per sign-in, right 1\.00, wrong 1\.00/);
     assert.match(run.stdout, /peak RSS MiB with \d+ concurrent passdb/);
     // Each p99 target carries the bare server's p99 of its paired run, in the file and the table.
     for (const endpoint of lookupEndpoints) {
