@@ -323,7 +323,10 @@ describe("metrics endpoint and console", () => {
     assert.match(res.text, /^sign_ins_total\{result="ok"\} 1$/m);
     assert.match(res.text, /^sign_ins_total\{result="wrong_password"\} 1$/m);
     // One Argon2 derivation each: the user's creation, the right and the wrong password.
-    assert.ok(Number(/^argon2_derivations_total (\d+)$/m.exec(res.text)?.[1]) >= 3, "argon2_derivations_total");
+    assert.ok(
+      Number(/^argon2_derivations_total (\d+)$/m.exec(res.text)?.[1]) >= 3,
+      "argon2_derivations_total",
+    );
     assert.match(res.text, /^http_requests_total\{method="POST",route="\/api\/mta\/auth",status="200"\} 1$/m);
     assert.match(
       res.text,
