@@ -78,6 +78,7 @@ async function queryPlans(file: string, search: string) {
     undefined as never,
     undefined as never,
     undefined as never,
+    "sqlite",
   );
   await users.list(consoleActor, { search, status: "active" }, {});
   const plans = statements

@@ -9,6 +9,7 @@ import type { ReservedNameService } from "../accounts/reserved-names.ts";
 import type { SecurityEventLog } from "../accounts/security-events.ts";
 import type { SettingsService } from "../accounts/settings.ts";
 import type { UserService } from "../accounts/users.ts";
+import type { DatabaseHandle } from "../db/database.ts";
 import type { Database } from "../db/schema.ts";
 import type { OpenPgpKeyService } from "../openpgp/keys.ts";
 import type { TokenService } from "../tokens/tokens.ts";
@@ -26,6 +27,7 @@ import { AdminUsers } from "./users.ts";
 
 export interface AdminDependencies {
   db: Kysely<Database>;
+  database: Pick<DatabaseHandle, "dialect">;
   users: UserService;
   aliases: AliasService;
   domains: DomainService;
@@ -73,6 +75,7 @@ export class AdminService {
       audit,
       deps.securityEvents,
       deps.appPasswords,
+      deps.database.dialect,
     );
     this.appPasswords = new AdminAppPasswords(this.users, deps.appPasswords, audit);
     this.aliases = new AdminAliases(db, deps.aliases, deps.lifecycle, audit);

@@ -9,6 +9,7 @@ import { appPasswordsAndPasskeys } from "./0008-app-passwords-and-passkeys.ts";
 import { passkeyChallenges } from "./0009-passkey-challenges.ts";
 import { secretBoxBinding } from "./0010-secret-box-binding.ts";
 import { usersPageAtScale } from "./0011-users-page-at-scale.ts";
+import { roleFilterAtScale } from "./0012-role-filter-at-scale.ts";
 import type { VersionedMigration } from "./types.ts";
 
 /** Applied in key order; a released migration is never edited, only followed by a new one. */
@@ -24,4 +25,5 @@ export const migrations: Record<string, VersionedMigration> = {
   "0009-passkey-challenges": passkeyChallenges,
   "0010-secret-box-binding": secretBoxBinding,
   "0011-users-page-at-scale": usersPageAtScale,
+  "0012-role-filter-at-scale": roleFilterAtScale,
 };
