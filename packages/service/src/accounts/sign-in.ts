@@ -390,6 +390,8 @@ export class SignInService {
     });
     const verdict = await checkPassword(password, user, this.#pool);
     const current = verdict.valid && verdict.upgrade ? await this.#upgrade(user, verdict.upgrade) : user;
+    if (verdict.valid && current.passwordMayHaveAppForm && normalizeAppPassword(password) === null)
+      await this.#notAppForm(current);
     const refused = verdict.valid
       ? await this.#accountRefusal(current, password, door)
       : ({ kind: "wrong_password", user } as const);
@@ -418,7 +420,6 @@ export class SignInService {
     password: string,
     door: NonNullable<SignInOptions["door"]>,
   ): Promise<SignInResult | null> {
-    if (user.passwordMayHaveAppForm && normalizeAppPassword(password) === null) await this.#notAppForm(user);
     // The account password, right but refused at IMAP and SMTP: a stolen password alone opens no mailbox.
     if (appPasswordDoors.includes(door) && (await this.#appPasswords.required(user)))
       return { kind: "wrong_password", user, reason: "app_password_required" };

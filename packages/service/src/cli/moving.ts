@@ -1,7 +1,7 @@
 import { createReadStream } from "node:fs";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
-import { sql } from "kysely";
+import { withBulkWrites } from "../db/database.ts";
 import { exportDump, importDump } from "../import/dump.ts";
 import { formatReport, type ImportProgress } from "../import/report.ts";
 import { UserliImporter } from "../import/userli.ts";
@@ -105,22 +105,17 @@ export function movingCommands(program: Command): void {
       try {
         const report = await withServices(async (s) => {
           const progress = progressDisplay();
-          // SQLite checkpoints its WAL into the database file at a commit once the WAL holds 1,000
-          // pages: a batch of random addresses dirties pages all over the indexes, so with many
-          // batches the same pages are written again and again (at 1,000,000 users a third of the
-          // import). A larger WAL during the import writes each page once per 64 MiB.
-          const sqlite = s.database.dialect === "sqlite";
-          if (sqlite) await sql`PRAGMA wal_autocheckpoint = 16384`.execute(s.database.db);
           try {
-            return await new UserliImporter(source, s.database.db, (user) => s.users.backupCodeKey(user), {
-              dryRun: options.dryRun ?? false,
-              strict: options.strict ?? false,
-              batchSize: Number(options.batchSize),
-              onProgress: (p) => progress.update(p),
-            }).run();
+            return await withBulkWrites(s.database, () =>
+              new UserliImporter(source, s.database.db, (user) => s.users.backupCodeKey(user), {
+                dryRun: options.dryRun ?? false,
+                strict: options.strict ?? false,
+                batchSize: Number(options.batchSize),
+                onProgress: (p) => progress.update(p),
+              }).run(),
+            );
           } finally {
             progress.stop();
-            if (sqlite) await sql`PRAGMA wal_autocheckpoint = 1000`.execute(s.database.db);
           }
         });
         for (const line of formatReport(report)) out(line);
