@@ -39,6 +39,7 @@ export function progressDisplay(stream: NodeJS.WritableStream & { isTTY?: boolea
       cliProgress.Presets.shades_classic,
     );
     let all: cliProgress.SingleBar | undefined;
+    let drawn = 0;
     const byTable = new Map<string, cliProgress.SingleBar>();
     return {
       update(progress: ImportProgress) {
@@ -56,6 +57,13 @@ export function progressDisplay(stream: NodeJS.WritableStream & { isTTY?: boolea
         }
         bar.setTotal(Math.max(progress.total, progress.done));
         bar.update(progress.done);
+        // The bars redraw on a timer, which an import on SQLite (synchronous statements between
+        // awaits of settled promises) never lets run: drawn from here, at most five times a second.
+        const now = Date.now();
+        if (now - drawn >= 200) {
+          drawn = now;
+          bars.update();
+        }
       },
       stop: () => bars.stop(),
     };
