@@ -70,7 +70,9 @@ export async function webInterface(app: FastifyInstance, services: Services) {
 
   app.addHook("onRequest", async (request, reply) => {
     readCsrfSecret(request);
-    const wanted = (request.query as Record<string, unknown> | undefined)?.lang;
+    // `_locale` is userli's name for the same choice: links and bookmarks made for userli keep working.
+    const query = request.query as Record<string, unknown> | undefined;
+    const wanted = query?.lang ?? query?._locale;
     if (request.method === "GET" && isLocale(wanted)) {
       reply.setCookie(langCookie, wanted, {
         path: "/",
@@ -81,6 +83,7 @@ export async function webInterface(app: FastifyInstance, services: Services) {
       });
       const url = new URL(request.url, "http://x");
       url.searchParams.delete("lang");
+      url.searchParams.delete("_locale");
       return reply.code(303).redirect(url.pathname + url.search);
     }
     const locale = localeOf(request);

@@ -2,7 +2,14 @@ import { fileURLToPath } from "node:url";
 import { Eta } from "eta";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { minPasswordLength } from "../accounts/password-policy.ts";
-import { isLocale, type Locale, locales, negotiateLocale, translator } from "../i18n/catalogue.ts";
+import {
+  isLocale,
+  type Locale,
+  localeNames,
+  locales,
+  negotiateLocale,
+  translator,
+} from "../i18n/catalogue.ts";
 import { csrfToken } from "./csrf.ts";
 
 const templates = fileURLToPath(new URL("./templates/", import.meta.url));
@@ -28,6 +35,7 @@ export async function render(
     t: web.t,
     locale: web.locale,
     locales,
+    localeNames,
     session: web.session,
     user: web.session?.stage === "signed_in" ? web.session.user : null,
     csrfToken: csrfToken(request, reply),
@@ -55,6 +63,7 @@ export function errorPage(request: FastifyRequest, reply: FastifyReply, status: 
     t,
     locale,
     locales,
+    localeNames,
     session: null,
     user: request.web?.session?.stage === "signed_in" ? request.web.session.user : null,
     csrfToken: "",

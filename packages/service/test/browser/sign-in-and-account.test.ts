@@ -226,7 +226,7 @@ describe("web: sign-in, second factor and the account pages (real Chromium)", { 
     await page.goto(`${service.url}/login`);
     assert.equal(await page.locator("h1").innerText(), "Anmelden");
     assert.equal(await page.locator("html").getAttribute("lang"), "de");
-    await page.getByRole("link", { name: "EN", exact: true }).click();
+    await page.getByRole("link", { name: "English", exact: true }).click();
     assert.equal(await page.locator("h1").innerText(), "Sign in");
     await context.close();
   });
